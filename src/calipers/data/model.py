@@ -1,0 +1,147 @@
+"""The sample: one row per observation, keyed by (run, task, sample_id, epoch).
+
+This module is the single definition of the data model. The JSON Schema shipped with the package
+(`sample.schema.json`), the DuckDB table of the store, the readers' typed columns and the validator
+are all derived from `FIELDS`, so they cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+KEY = ("run", "task", "sample_id", "epoch")
+
+ASSERTION_STRUCT = (
+    "STRUCT(name VARCHAR, type VARCHAR, layer VARCHAR, weight DOUBLE, passed BOOLEAN, "
+    "value JSON, detail VARCHAR)"
+)
+JUDGMENT_STRUCT = (
+    "STRUCT(judge VARCHAR, dimension VARCHAR, score DOUBLE, scale_min DOUBLE, scale_max DOUBLE, "
+    "rationale VARCHAR, red_flags VARCHAR[], bonuses VARCHAR[], error VARCHAR, "
+    "prompt_hash VARCHAR, repeat INTEGER)"
+)
+HUMAN_STRUCT = "STRUCT(dimension VARCHAR, score DOUBLE)"
+
+_NUM = {"type": "number"}
+_NONNEG_NUM = {"type": "number", "minimum": 0}
+_NONNEG_INT = {"type": "integer", "minimum": 0}
+_STR = {"type": "string"}
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+_ASSERTION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["type"],
+    "properties": {
+        "name": _nullable(_STR),
+        "type": {**_STR, "description": "assertion type; maps to exactly one layer"},
+        "layer": _nullable({"type": "string", "enum": ["fact", "behavior"]}),
+        "weight": _nullable({"type": "number", "exclusiveMinimum": 0}),
+        "passed": _nullable({"type": "boolean"}),
+        "value": {"description": "the assertion's argument (string, number, list or object)"},
+        "detail": _nullable(_STR),
+    },
+}
+_JUDGMENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "judge": _nullable(_STR),
+        "dimension": _nullable({**_STR, "description": "null means the overall score"}),
+        "score": _nullable({**_NUM, "description": "null when the judge failed (see error)"}),
+        "scale_min": _nullable(_NUM),
+        "scale_max": _nullable(_NUM),
+        "rationale": _nullable(_STR),
+        "red_flags": _nullable({"type": "array", "items": _STR}),
+        "bonuses": _nullable({"type": "array", "items": _STR}),
+        "error": _nullable(_STR),
+        "prompt_hash": _nullable(_STR),
+        "repeat": _nullable(_NONNEG_INT),
+    },
+}
+_HUMAN_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["score"],
+    "properties": {"dimension": _nullable(_STR), "score": _NUM},
+}
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of the sample: its store type, JSON Schema, and whether flat files carry it."""
+
+    name: str
+    duckdb_type: str
+    schema: dict[str, Any]
+    description: str
+    required: bool = False
+    flat: bool = True  # carried by CSV / Parquet columns (nested lists are JSONL-only)
+    default: Any = None
+
+    def json_schema(self) -> dict[str, Any]:
+        body = {**self.schema, "description": self.description}
+        return body if self.required else _nullable(body)
+
+
+FIELDS: tuple[Field, ...] = (
+    Field("run", "VARCHAR", _STR, "the system under test: model, prompt version, agent config",
+          required=True),
+    Field("task", "VARCHAR", _STR, "task, skill or domain", required=True),
+    Field("sample_id", "VARCHAR", _STR, "identity of the input; the pairing key across runs",
+          required=True),
+    Field("epoch", "INTEGER", _NONNEG_INT, "repeat index; repeats of one sample form a cluster",
+          required=True, default=0),
+    Field("tier", "VARCHAR", _STR, "difficulty tier (reasonscore)"),
+    Field("point", "VARCHAR", _STR, "difficulty coordinate within the tier, e.g. length=16,depth=2"),
+    Field("correct", "BOOLEAN", {"type": "boolean"}, "outcome of the sample"),
+    Field("guess_chance", "DOUBLE", {"type": "number", "minimum": 0, "maximum": 1},
+          "probability that a guess is right"),
+    Field("truncated", "BOOLEAN", {"type": "boolean"}, "the output hit the context limit"),
+    Field("output", "VARCHAR", _STR, "raw output text"),
+    Field("decision", "JSON", {}, "the structured decision value (any JSON)"),
+    Field("perturbation", "VARCHAR", _STR, "baseline, reorder, pad, swap, …"),
+    Field("perturbation_of", "VARCHAR", _STR, "the case this sample perturbs"),
+    Field("tokens_in", "BIGINT", _NONNEG_INT, "input tokens"),
+    Field("tokens_out", "BIGINT", _NONNEG_INT, "output tokens"),
+    Field("cost_usd", "DOUBLE", _NONNEG_NUM, "cost in US dollars"),
+    Field("latency_s", "DOUBLE", _NONNEG_NUM, "wall-clock latency in seconds"),
+    Field("tool_calls", "INTEGER", _NONNEG_INT, "number of tool calls"),
+    Field("steps", "INTEGER", _NONNEG_INT, "number of agent steps or turns"),
+    Field("error", "VARCHAR", _STR, "why the pipeline or judge failed for this sample"),
+    Field("assertions", f"{ASSERTION_STRUCT}[]", {"type": "array", "items": _ASSERTION_SCHEMA},
+          "assertion results or specs", flat=False),
+    Field("judgments", f"{JUDGMENT_STRUCT}[]", {"type": "array", "items": _JUDGMENT_SCHEMA},
+          "judge scores, overall (dimension null) or per dimension", flat=False),
+    Field("human", f"{HUMAN_STRUCT}[]", {"type": "array", "items": _HUMAN_SCHEMA},
+          "human reference labels", flat=False),
+    Field("scores", "MAP(VARCHAR, DOUBLE)",
+          {"type": "object", "additionalProperties": {"type": "number"}},
+          "named per-sample metrics (accuracy, f1, exact_match, …); flat files use scores.NAME "
+          "columns", flat=False),
+)
+
+FIELD_BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
+FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in FIELDS)
+
+
+def duckdb_columns() -> dict[str, str]:
+    """Column name → DuckDB type, in model order."""
+    return {f.name: f.duckdb_type for f in FIELDS}
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of one sample (one line of a JSON Lines file)."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://calipers.dev/schemas/sample.schema.json",
+        "title": "calipers sample",
+        "description": "One observation of an evaluation; key (run, task, sample_id, epoch). "
+        "`run` may be omitted when given on the command line (--run); `epoch` defaults to 0.",
+        "type": "object",
+        "required": ["task", "sample_id"],
+        "properties": {f.name: f.json_schema() for f in FIELDS},
+        "additionalProperties": True,
+    }
