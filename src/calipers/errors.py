@@ -68,7 +68,7 @@ class CalipersError(Exception):
         self.hint = hint
 
 
-class InputError(CalipersError):
+class InputError(CalipersError, ValueError):
     """A file, option or configuration cannot be used as given (exit 1)."""
 
     exit_code = EXIT_INPUT

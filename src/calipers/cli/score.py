@@ -1,0 +1,1 @@
+from calipers.cli.main import cli  # noqa: F401
