@@ -1,1 +1,43 @@
-from calipers.cli.main import cli  # noqa: F401
+"""`calipers demo`: a seeded synthetic evaluation, imported into a demo store and scored."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from calipers.cli.main import cli, stdout_console
+from calipers.data.source import open_samples
+from calipers.data.store import Store
+from calipers.demo.synthetic import DEMO_SEED, generate_samples, write_jsonl
+from calipers.report import terminal
+from calipers.schemes import get_scheme
+from calipers.schemes.reasonscore import ReasonScoreResult
+
+
+@cli.command()
+@click.option("--dir", "directory", type=click.Path(path_type=Path, file_okay=False),
+              default=Path(".calipers") / "demo", show_default=True,
+              help="Where the demo data and store go.")
+@click.option("--seed", type=int, default=DEMO_SEED, show_default=True,
+              help="Seed of the synthetic data.")
+def demo(directory: Path, seed: int) -> None:
+    """Generate a synthetic evaluation, import it, and print the ReasonScore leaderboard."""
+    console = stdout_console()
+    started = time.perf_counter()
+    data = directory / "samples.jsonl"
+    db = directory / "demo.duckdb"
+    n = write_jsonl(data, generate_samples(seed=seed))
+    console.print(f"Generated {n:,} samples (seed {seed}) → {data}")
+    db.unlink(missing_ok=True)  # a fresh store each time, so the demo is reproducible
+    with Store(db) as store:
+        summary = store.import_files([data])
+    console.print(f"Imported {summary.samples:,} samples into {db}")
+    result = get_scheme("reasonscore").score(open_samples(None, db=db))
+    assert isinstance(result, ReasonScoreResult)
+    terminal.reasonscore_leaderboard(result, console)
+    console.print(
+        f"[dim]{time.perf_counter() - started:.1f} s. Try: calipers score {data} "
+        "--scheme reasonscore --tasks[/]"
+    )

@@ -1,0 +1,1 @@
+"""Reports: terminal tables, versioned JSON, and (later) self-contained HTML."""

@@ -1,0 +1,55 @@
+"""JSON reports: plain types, no NaN (missing is null), written atomically."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from calipers.errors import InputError
+
+
+def clean(value: Any) -> Any:
+    """Replace non-finite floats by None and numpy scalars by Python ones, recursively."""
+    if isinstance(value, dict):
+        return {str(k): clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy scalar
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def dumps(report: dict[str, Any]) -> str:
+    return json.dumps(clean(report), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def write_json(report: dict[str, Any], destination: str | Path) -> None:
+    """Write to a path (temp file in the same directory, then rename) or to stdout for "-"."""
+    text = dumps(report)
+    if str(destination) == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    path = Path(destination)
+    if path.is_dir():
+        raise InputError(f"--json {path}: is a directory", hint="Give a file path, or - for stdout.")
+    parent = path.parent if str(path.parent) else Path(".")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror}") from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,325 @@
+"""ReasonScore (seed 003): Wilson intervals on guessing-corrected counts, a truncation penalty,
+a geometric mean over tasks, and score per token.
+
+    point  adj_s = correct − Σ guess_chance,  adj_n = total − Σ guess_chance
+           score = center + margin − truncated/total        (Wilson on adj_s, adj_n)
+    task   the same over the sums of its points' adjusted counts, clamped to ≥ 0.01
+    tier   1000 · geometric mean of its task scores
+    run    score/token = mean of tier scores / mean of the tiers' average output tokens per sample
+
+Adjusted counts are summed as they are (a point can have a negative adjusted success count when a
+model does worse than guessing); they are clipped to [0, adj_n] only inside the Wilson interval.
+
+Edge cases (docs/reasonscore.md):
+- A sample without `correct` (the pipeline failed) is not a trial; it is counted as missing and
+  reported, never scored as wrong or right.
+- `guess_chance` absent means no guessing correction for that sample (counted in the notes);
+  `truncated` absent means not truncated; `tier` or `point` absent groups under "default".
+- adj_n ≤ 0 happens only when every trial is a certain guess (guess_chance = 1): the interval is
+  undefined, so the point or task score is null with a note, and so is everything built on it —
+  a tier with a null task, and score/token with a null tier. Nothing is silently set to 0.
+- score/token is null when no sample of a tier reports `tokens_out`, or when the tiers' mean
+  token count is 0.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from calipers.data.source import SampleSet
+from calipers.errors import DataError, InputError
+from calipers.schemes.base import Scheme, SchemeResult
+from calipers.schemes.registry import register
+from calipers.stats import geometric_mean, wilson_interval
+
+TASK_FLOOR = 0.01
+DEFAULT_LABEL = "default"
+_TIER_ORDER = ("trivial", "easy", "medium", "hard", "extreme")
+
+
+@dataclass
+class PointScore:
+    point: str
+    total: int  # samples with a known outcome
+    correct: int
+    guess_sum: float
+    truncated: int
+    missing: int  # samples without `correct`
+    adjusted_successes: float
+    adjusted_trials: float
+    center: float | None
+    margin: float | None
+    truncated_ratio: float | None
+    score: float | None
+
+
+@dataclass
+class TaskScore:
+    task: str
+    total: int
+    truncated: int
+    adjusted_successes: float
+    adjusted_trials: float
+    center: float | None
+    margin: float | None
+    truncated_ratio: float | None
+    raw_score: float | None  # before the 0.01 floor
+    score: float | None
+    points: list[PointScore] = field(default_factory=list)
+
+
+@dataclass
+class TierScore:
+    tier: str
+    score: float | None  # 1000 · geometric mean of the task scores
+    avg_tokens: float | None  # mean output tokens per sample in the tier
+    tasks: dict[str, TaskScore] = field(default_factory=dict)
+
+
+@dataclass
+class RunScore:
+    run: str
+    samples: int
+    missing: int
+    avg_score: float | None
+    avg_tokens: float | None
+    score_per_token: float | None
+    tiers: dict[str, TierScore] = field(default_factory=dict)
+
+
+@dataclass
+class ReasonScoreResult(SchemeResult):
+    runs: dict[str, RunScore] = field(default_factory=dict)
+
+    def ranked(self) -> list[RunScore]:
+        """Runs by score/token, best first; runs without one last, by name."""
+        return sorted(
+            self.runs.values(),
+            key=lambda r: (r.score_per_token is None, -(r.score_per_token or 0.0), r.run),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        body = self.header()
+        body["runs"] = {
+            name: {
+                "samples": r.samples,
+                "missing": r.missing,
+                "avg_score": r.avg_score,
+                "avg_tokens": r.avg_tokens,
+                "score_per_token": r.score_per_token,
+                "tiers": {
+                    t.tier: {
+                        "score": t.score,
+                        "avg_tokens": t.avg_tokens,
+                        "tasks": {
+                            k.task: {
+                                **{f: v for f, v in asdict(k).items() if f not in ("task", "points")},
+                                "points": [asdict(p) for p in k.points],
+                            }
+                            for k in t.tasks.values()
+                        },
+                    }
+                    for t in r.tiers.values()
+                },
+            }
+            for name, r in self.runs.items()
+        }
+        body["ranking"] = [r.run for r in self.ranked()]
+        return body
+
+    def to_frame(self, level: str = "task") -> pd.DataFrame:
+        """Levels: "run", "tier", "task", "point"."""
+        rows: list[dict[str, Any]] = []
+        for r in self.runs.values():
+            if level == "run":
+                rows.append({k: v for k, v in asdict(r).items() if k != "tiers"})
+                continue
+            for t in r.tiers.values():
+                if level == "tier":
+                    rows.append({"run": r.run, "tier": t.tier, "score": t.score,
+                                 "avg_tokens": t.avg_tokens, "tasks": len(t.tasks)})
+                    continue
+                for k in t.tasks.values():
+                    if level == "task":
+                        row = {f: v for f, v in asdict(k).items() if f != "points"}
+                        rows.append({"run": r.run, "tier": t.tier, **row})
+                    elif level == "point":
+                        rows.extend(
+                            {"run": r.run, "tier": t.tier, "task": k.task, **asdict(p)}
+                            for p in k.points
+                        )
+                    else:
+                        raise InputError(f"unknown level '{level}' (run, tier, task or point)")
+        return pd.DataFrame(rows)
+
+
+def _point_counts(samples: SampleSet) -> pd.DataFrame:
+    return samples.con.sql(
+        f"""
+        SELECT run,
+               coalesce(tier, '{DEFAULT_LABEL}') AS tier,
+               task,
+               coalesce(point, '{DEFAULT_LABEL}') AS point,
+               count(*) FILTER (WHERE correct IS NOT NULL) AS total,
+               count(*) FILTER (WHERE correct) AS correct,
+               coalesce(sum(guess_chance) FILTER (WHERE correct IS NOT NULL), 0.0) AS guess_sum,
+               count(*) FILTER (WHERE correct IS NOT NULL AND truncated) AS truncated,
+               count(*) FILTER (WHERE correct IS NULL) AS missing,
+               count(*) FILTER (WHERE correct IS NOT NULL AND guess_chance IS NULL) AS no_guess,
+               coalesce(sum(tokens_out), 0)::DOUBLE AS tokens_sum,
+               count(tokens_out) AS tokens_n
+        FROM {samples.relation}
+        GROUP BY ALL
+        ORDER BY run, tier, task, point
+        """
+    ).df()
+
+
+def _opt(x: float) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+def _tier_key(tier: str) -> tuple[int, str]:
+    return (_TIER_ORDER.index(tier), "") if tier in _TIER_ORDER else (len(_TIER_ORDER), tier)
+
+
+@register
+class ReasonScore(Scheme):
+    name = "reasonscore"
+    description = "ReasonScore: Wilson on guessing-corrected counts, geometric mean, score/token"
+    required_fields = ("run", "task", "correct")
+    higher_is_better = True
+
+    def score(self, samples: SampleSet, *, z: float = 1.96, **options: Any) -> ReasonScoreResult:
+        if options:
+            raise InputError(f"reasonscore takes no option(s) {', '.join(sorted(options))}")
+        if not (math.isfinite(z) and z > 0):
+            raise InputError(f"--z must be a positive number, got {z}")
+        counts = _point_counts(samples)
+        result = ReasonScoreResult(scheme=self.name, parameters={"z": z}, origin=samples.origin)
+        if counts.empty or int(counts["total"].sum()) == 0:
+            raise DataError(
+                f"nothing to score in {samples.origin}: reasonscore needs samples with `correct`",
+                hint="Each sample needs `correct` (true/false), and ideally `tier`, `point`, "
+                "`guess_chance`, `truncated` and `tokens_out`.",
+            )
+        self._add_notes(result, counts)
+        adj_s = counts["correct"].to_numpy(float) - counts["guess_sum"].to_numpy(float)
+        adj_n = counts["total"].to_numpy(float) - counts["guess_sum"].to_numpy(float)
+        center, margin = wilson_interval(adj_s, adj_n, z=z)
+        total = counts["total"].to_numpy(float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            trunc = np.where(total > 0, counts["truncated"].to_numpy(float) / total, np.nan)
+        counts = counts.assign(adj_s=adj_s, adj_n=adj_n, center=center, margin=margin, trunc=trunc)
+        for run_name, run_rows in counts.groupby("run", sort=True):
+            result.runs[str(run_name)] = self._score_run(str(run_name), run_rows, z, result.notes)
+        return result
+
+    @staticmethod
+    def _add_notes(result: ReasonScoreResult, counts: pd.DataFrame) -> None:
+        missing = int(counts["missing"].sum())
+        if missing:
+            result.notes.append(
+                f"{missing} sample(s) without `correct` were not scored (counted as missing)"
+            )
+        no_guess = int(counts["no_guess"].sum())
+        if no_guess:
+            result.notes.append(
+                f"{no_guess} sample(s) without `guess_chance`: no guessing correction applied"
+            )
+        task_sets = {
+            run: frozenset(zip(rows["tier"], rows["task"], strict=True))
+            for run, rows in counts.groupby("run")
+        }
+        if len(set(task_sets.values())) > 1:
+            result.notes.append(
+                "runs do not cover the same (tier, task) pairs: their scores are not comparable"
+            )
+
+    def _score_run(self, run: str, rows: pd.DataFrame, z: float, notes: list[str]) -> RunScore:
+        tiers: dict[str, TierScore] = {}
+        for tier_name in sorted(rows["tier"].unique(), key=_tier_key):
+            tier_rows = rows[rows["tier"] == tier_name]
+            tasks = {
+                str(task): self._score_task(str(task), task_rows, z)
+                for task, task_rows in tier_rows.groupby("task", sort=True)
+            }
+            task_scores = [t.score for t in tasks.values()]
+            if any(s is None for s in task_scores):
+                undefined = [t.task for t in tasks.values() if t.score is None]
+                notes.append(
+                    f"{run}/{tier_name}: no trials above chance in {', '.join(undefined)}; "
+                    "the tier score is undefined"
+                )
+                tier_score = None
+            else:
+                tier_score = 1000.0 * float(geometric_mean([s for s in task_scores if s is not None]))
+            tokens_n = int(tier_rows["tokens_n"].sum())
+            avg_tokens = float(tier_rows["tokens_sum"].sum()) / tokens_n if tokens_n else None
+            tiers[str(tier_name)] = TierScore(str(tier_name), tier_score, avg_tokens, tasks)
+        scores = [t.score for t in tiers.values()]
+        tokens = [t.avg_tokens for t in tiers.values()]
+        avg_score = None if any(s is None for s in scores) else float(np.mean(scores))
+        avg_tokens = None if any(t is None for t in tokens) else float(np.mean(tokens))
+        if avg_tokens is None:
+            notes.append(f"{run}: some tier has no `tokens_out`; score/token is undefined")
+        per_token = None
+        if avg_score is not None and avg_tokens is not None:
+            if avg_tokens > 0:
+                per_token = avg_score / avg_tokens
+            else:
+                notes.append(f"{run}: mean output tokens is 0; score/token is undefined")
+        return RunScore(
+            run=run,
+            samples=int(rows["total"].sum()),
+            missing=int(rows["missing"].sum()),
+            avg_score=avg_score,
+            avg_tokens=avg_tokens,
+            score_per_token=per_token,
+            tiers=tiers,
+        )
+
+    @staticmethod
+    def _score_task(task: str, rows: pd.DataFrame, z: float) -> TaskScore:
+        points = [
+            PointScore(
+                point=str(r.point),
+                total=int(r.total),
+                correct=int(r.correct),
+                guess_sum=float(r.guess_sum),
+                truncated=int(r.truncated),
+                missing=int(r.missing),
+                adjusted_successes=float(r.adj_s),
+                adjusted_trials=float(r.adj_n),
+                center=_opt(r.center),
+                margin=_opt(r.margin),
+                truncated_ratio=_opt(r.trunc),
+                score=_opt(r.center + r.margin - r.trunc),
+            )
+            for r in rows.itertuples(index=False)
+        ]
+        adj_s = float(rows["adj_s"].sum())
+        adj_n = float(rows["adj_n"].sum())
+        total = int(rows["total"].sum())
+        truncated = int(rows["truncated"].sum())
+        center, margin = wilson_interval(adj_s, adj_n, z=z)
+        trunc = truncated / total if total else math.nan
+        raw = _opt(float(center) + float(margin) - trunc)
+        return TaskScore(
+            task=task,
+            total=total,
+            truncated=truncated,
+            adjusted_successes=adj_s,
+            adjusted_trials=adj_n,
+            center=_opt(float(center)),
+            margin=_opt(float(margin)),
+            truncated_ratio=_opt(trunc),
+            raw_score=raw,
+            score=None if raw is None else max(TASK_FLOOR, raw),
+            points=points,
+        )

@@ -1,0 +1,61 @@
+"""Schemes registered by name. Built-in schemes register on import; third-party packages add theirs
+through the `calipers.schemes` entry-point group (the entry point names a Scheme subclass)."""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+
+from calipers.errors import InputError
+from calipers.schemes.base import Scheme
+
+ENTRY_POINT_GROUP = "calipers.schemes"
+_BUILTIN_MODULES = ("calipers.schemes.reasonscore",)
+_REGISTRY: dict[str, type[Scheme]] = {}
+_loaded = False
+
+
+def register(cls: type[Scheme]) -> type[Scheme]:
+    """Class decorator: make a scheme available by its `name`."""
+    existing = _REGISTRY.get(cls.name)
+    if existing is not None and existing is not cls:
+        raise InputError(f"two schemes are registered as '{cls.name}': {existing} and {cls}")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def _load_all() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for module in _BUILTIN_MODULES:
+        importlib.import_module(module)
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            cls = ep.load()
+        except Exception as exc:  # a broken plugin must not take the built-ins down with it
+            raise InputError(
+                f"the scheme plugin '{ep.name}' ({ep.value}) failed to load: {exc}",
+                hint="Reinstall or remove the package that provides it.",
+            ) from exc
+        if not (isinstance(cls, type) and issubclass(cls, Scheme)):
+            raise InputError(f"the entry point '{ep.name}' ({ep.value}) is not a Scheme subclass")
+        register(cls)
+
+
+def available() -> dict[str, type[Scheme]]:
+    """Every registered scheme by name, sorted."""
+    _load_all()
+    return dict(sorted(_REGISTRY.items()))
+
+
+def get_scheme(name: str) -> Scheme:
+    """An instance of the scheme called `name`; an unknown name is an input error."""
+    schemes = available()
+    if name not in schemes:
+        raise InputError(
+            f"unknown scheme '{name}'",
+            hint=f"Available schemes: {', '.join(schemes) or '(none)'}.",
+        )
+    return schemes[name]()
