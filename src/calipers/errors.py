@@ -24,17 +24,18 @@ class Problem:
 
     message: str
     file: str | None = None
-    line: int | None = None  # 1-based line (JSONL) or row (CSV data row, Parquet row)
+    line: int | None = None  # 1-based line of a text file, or row of a Parquet file
     field: str | None = None
     expected: str | None = None
     got: str | None = None
+    unit: str = "line"  # "line" for text files, "row" for Parquet
 
     def location(self) -> str:
         parts = []
         if self.file is not None:
             parts.append(self.file)
         if self.line is not None:
-            parts.append(f"line {self.line}")
+            parts.append(f"{self.unit} {self.line}")
         if self.field is not None:
             parts.append(f"field '{self.field}'")
         return ", ".join(parts)
@@ -54,6 +55,7 @@ class Problem:
             "field": self.field,
             "expected": self.expected,
             "got": self.got,
+            "unit": self.unit,
         }
 
 

@@ -1,1 +1,78 @@
-from calipers.cli.main import cli  # noqa: F401
+"""`calipers import`, `runs`, `export` and `schema`: the store from the command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from importlib import resources
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from calipers.cli.main import cli, db_option, stderr_console, stdout_console
+from calipers.data.store import Store, describe_runs
+
+
+def print_warnings(warnings: list[str]) -> None:
+    err = stderr_console()
+    for w in warnings:
+        err.print(f"[yellow]warning:[/] {w}", markup=True, highlight=False)
+
+
+@cli.command("import")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--run", default=None, help="Run name for every sample (overrides the files').")
+@click.option("--format", "fmt", type=click.Choice(["auto", "jsonl", "csv", "parquet"]),
+              default="auto", show_default=True, help="File format (auto: by extension).")
+@db_option
+def import_(files: tuple[Path, ...], run: str | None, fmt: str, db: Path) -> None:
+    """Validate FILES and import them into the store, all in one transaction."""
+    with Store(db) as store:
+        summary = store.import_files(list(files), run=run, format=fmt)
+    print_warnings(summary.warnings)
+    replaced = f" ({summary.replaced:,} replaced samples with the same key)" if summary.replaced else ""
+    stdout_console().print(
+        f"Imported {summary.samples:,} samples from {summary.files} file(s) into {db}{replaced}; "
+        f"runs: {', '.join(summary.runs)}"
+    )
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@db_option
+def runs(as_json: bool, db: Path) -> None:
+    """List the runs in the store with their sample counts."""
+    with Store(db, read_only=True) as store:
+        infos = describe_runs(store.runs())
+    if as_json:
+        sys.stdout.write(json.dumps(infos, indent=2) + "\n")
+        return
+    table = Table(title=f"runs in {db}", title_justify="left", pad_edge=False)
+    for col, justify in (("run", "left"), ("samples", "right"), ("tasks", "right"),
+                         ("epochs", "right"), ("last import", "left")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for i in infos:
+        table.add_row(i["run"], f"{i['samples']:,}", str(i["tasks"]), str(i["epochs"]),
+                      (i["last_import"] or "")[:19].replace("T", " "))
+    stdout_console().print(table)
+
+
+@cli.command()
+@click.argument("out", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["parquet", "csv", "jsonl"]), default=None,
+              help="Output format (default: from OUT's extension).")
+@click.option("--run", "runs_", multiple=True, help="Only this run (repeatable).")
+@db_option
+def export(out: Path, fmt: str | None, runs_: tuple[str, ...], db: Path) -> None:
+    """Write the store's samples to OUT (Parquet, CSV or JSON Lines), atomically."""
+    with Store(db, read_only=True) as store:
+        n = store.export(out, format=fmt, runs=list(runs_) or None)
+    stdout_console().print(f"Wrote {n:,} samples to {out}")
+
+
+@cli.command()
+def schema() -> None:
+    """Print the JSON Schema of one sample."""
+    text = resources.files("calipers.data").joinpath("sample.schema.json").read_text("utf-8")
+    sys.stdout.write(text)

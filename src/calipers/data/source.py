@@ -6,13 +6,16 @@ read straight from a file, so the same SQL scores both.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+import duckdb
+
 if TYPE_CHECKING:
-    import duckdb
     import pyarrow as pa
+
+DEFAULT_DB = Path(".calipers") / "calipers.duckdb"
 
 
 @dataclass
@@ -20,26 +23,44 @@ class SampleSet:
     """A relation of samples (columns as in `calipers.data.model.FIELDS`) on a DuckDB connection."""
 
     con: duckdb.DuckDBPyConnection
-    relation: str  # SQL name of a table or view; already quoted if it needs quoting
+    relation: str  # SQL name of a table or view
     origin: str  # the file or store the samples came from, for messages and reports
+    warnings: list[str] = field(default_factory=list)
 
     def to_arrow(self) -> pa.Table:
         return self.con.sql(f"SELECT * FROM {self.relation}").fetch_arrow_table()
 
     def runs(self) -> list[str]:
-        rows = self.con.sql(f"SELECT DISTINCT run FROM {self.relation} ORDER BY run").fetchall()
-        return [r[0] for r in rows]
+        rows = self.con.execute(f"SELECT DISTINCT run FROM {self.relation} ORDER BY run")
+        return [r[0] for r in rows.fetchall()]
 
     def count(self) -> int:
-        row = self.con.sql(f"SELECT count(*) FROM {self.relation}").fetchone()
-        return int(row[0]) if row else 0
+        return scalar(self.con, f"SELECT count(*) FROM {self.relation}")
 
-    def restricted(self, runs: Sequence[str]) -> SampleSet:
-        """The same samples limited to `runs` (a view on the same connection)."""
-        name = f"samples_runs_{abs(hash(tuple(runs))) % 10**9}"
-        self.con.execute(
-            f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM {self.relation} "
-            "WHERE run IN (SELECT unnest($runs))",
-            {"runs": list(runs)},
-        )
-        return SampleSet(self.con, name, self.origin)
+
+def open_samples(source: str | Path | None, *, db: str | Path | None = None,
+                 run: str | None = None, format: str = "auto") -> SampleSet:
+    """A FILE is read and validated into an in-memory database, without importing it; None means
+    the store at `db` (default .calipers/calipers.duckdb), opened read-only."""
+    from calipers.data.readers import stage_file
+    from calipers.data.store import Store
+    from calipers.errors import DataError
+
+    if source is not None:
+        con = duckdb.connect()
+        staged = stage_file(con, Path(source), "file_samples", run=run, fmt=format)
+        return SampleSet(con, staged.table, str(source), staged.warnings)
+    store = Store(db or DEFAULT_DB, read_only=True)
+    samples = store.samples([run] if run else None)
+    if samples.count() == 0:
+        what = f"run '{run}'" if run else "samples"
+        raise DataError(f"the store {store.path} holds no {what}",
+                        hint="Import some with `calipers import FILE`.")
+    return samples
+
+
+def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None) -> int:
+    """The first column of the first row as an int (0 when there is no row). Fetches the whole
+    result, which DuckDB ≥ 2 requires before the connection does anything else."""
+    rows = con.execute(sql, params or []).fetchall()
+    return int(rows[0][0]) if rows and rows[0][0] is not None else 0

@@ -1,0 +1,412 @@
+"""Read sample files (JSON Lines, CSV, Parquet) into a DuckDB table of the model's typed columns.
+
+Fast path: DuckDB parses the file with the model's types and one SQL query checks every rule.
+Only when either fails does a Python pass re-read the file to report every problem with its line
+(or row) and field; that pass (`validate.RecordChecker`) is the precise definition of validity.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import duckdb
+
+from calipers.data.model import FIELDS, KEY
+from calipers.data.source import scalar
+from calipers.data.validate import FLAT_FIELDS, NONNEGATIVE, RecordChecker, describe
+from calipers.errors import InputError, Problem, ValidationError
+
+FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv",
+           ".parquet": "parquet", ".pq": "parquet"}
+_UNKNOWN_SCAN_LINES = 1000
+_CSV_TRUE = {"true", "t", "1", "yes"}
+_CSV_FALSE = {"false", "f", "0", "no"}
+
+
+@dataclass
+class StagedFile:
+    path: Path
+    format: str
+    table: str
+    rows: int
+    warnings: list[str] = field(default_factory=list)
+
+
+def sql_literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def detect_format(path: Path, fmt: str = "auto") -> str:
+    if fmt != "auto":
+        if fmt not in ("jsonl", "csv", "parquet"):
+            raise InputError(f"unknown format '{fmt}'", hint="Use jsonl, csv or parquet.")
+        return fmt
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes = suffixes[:-1]
+    if suffixes and suffixes[-1] in FORMATS:
+        return FORMATS[suffixes[-1]]
+    raise InputError(
+        f"{path}: cannot tell the format from the extension '{''.join(path.suffixes)}'",
+        hint="Use .jsonl, .csv or .parquet, or pass --format.",
+    )
+
+
+def _check_path(path: Path) -> None:
+    if not path.exists():
+        raise ValidationError([Problem("no such file", file=str(path),
+                                       expected="an existing file", got="nothing")],
+                              hint="Check the path.")
+    if path.is_dir():
+        raise ValidationError([Problem("is a directory, not a file", file=str(path),
+                                       expected="a file", got="a directory")],
+                              hint="Pass the files inside it, e.g. DIR/*.jsonl.")
+
+
+def stage_file(con: duckdb.DuckDBPyConnection, path: Path, table: str, *,
+               run: str | None = None, fmt: str = "auto") -> StagedFile:
+    """Read and validate `path` into a new temporary table `table`; raise ValidationError with
+    every problem found, leaving no table behind."""
+    _check_path(path)
+    kind = detect_format(path, fmt)
+    name = str(path)
+    if path.stat().st_size == 0:
+        raise ValidationError([Problem("the file is empty", file=name, line=1,
+                                       expected="at least one sample", got="0 bytes")])
+    warnings: list[str] = []
+    try:
+        if kind == "jsonl":
+            select = _jsonl_select(path, run)
+            warnings += _jsonl_unknown_fields(path)
+        elif kind == "csv":
+            select, more = _csv_select(path, run)
+            warnings += more
+        else:
+            select, more = _parquet_select(con, path, run)
+            warnings += more
+        con.execute(f"CREATE TEMP TABLE {table} AS {select}")
+    except duckdb.Error as exc:
+        con.execute(f"DROP TABLE IF EXISTS {table}")
+        _raise_diagnosis(path, kind, run, fallback=f"DuckDB could not read it: {exc}")
+    rows = _count(con, table)
+    if rows == 0:
+        con.execute(f"DROP TABLE {table}")
+        raise ValidationError([Problem("the file holds no samples", file=name, line=1,
+                                       expected="at least one sample", got="no rows")])
+    flagged = _sql_violations(con, table)
+    if flagged:
+        con.execute(f"DROP TABLE {table}")
+        _raise_diagnosis(path, kind, run, fallback=f"{flagged} row(s) break the sample rules")
+    return StagedFile(path, kind, table, rows, warnings)
+
+
+def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:
+    return scalar(con, f"SELECT count(*) FROM {table}")
+
+
+# ---------------------------------------------------------------- fast path: DuckDB + SQL checks
+
+def _key_exprs(run: str | None) -> dict[str, str]:
+    return {
+        "run": sql_literal(run) if run is not None else "run",
+        "epoch": "coalesce(epoch, 0)",
+    }
+
+
+def _jsonl_select(path: Path, run: str | None) -> str:
+    columns = "{" + ", ".join(f"{sql_literal(f.name)}: {sql_literal(f.duckdb_type)}"
+                              for f in FIELDS) + "}"
+    keys = _key_exprs(run)
+    exprs = ", ".join(f"{keys.get(f.name, f.name)} AS {f.name}" for f in FIELDS)
+    return (f"SELECT {exprs} FROM read_json({sql_literal(str(path))}, "
+            f"format='newline_delimited', columns={columns}, maximum_object_size=67108864)")
+
+
+def _open_text(path: Path) -> IO[bytes]:
+    return gzip.open(path, "rb") if path.suffix.lower() == ".gz" else path.open("rb")
+
+
+def _jsonl_unknown_fields(path: Path) -> list[str]:
+    """Unknown top-level fields in the first lines (the full list comes with any error)."""
+    known = {f.name for f in FIELDS}
+    unknown: dict[str, int] = {}
+    with _open_text(path) as fh:
+        for i, raw in enumerate(fh, start=1):
+            if i > _UNKNOWN_SCAN_LINES:
+                break
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(obj, dict):
+                for k in obj:
+                    if k not in known:
+                        unknown.setdefault(k, i)
+    if not unknown:
+        return []
+    listed = ", ".join(f"'{k}' (line {v})" for k, v in sorted(unknown.items()))
+    return [f"{path}: unknown field(s) ignored: {listed}; see `calipers schema`"]
+
+
+def _csv_header(path: Path) -> list[str]:
+    with _open_text(path) as fh:
+        text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
+        try:
+            return next(csv.reader(text))
+        except StopIteration:
+            return []
+        except UnicodeDecodeError as exc:
+            raise ValidationError([Problem("not UTF-8 text", file=str(path), line=1,
+                                           expected="UTF-8", got=str(exc.reason))]) from exc
+
+
+def _csv_columns(path: Path, run: str | None) -> tuple[list[str], list[str]]:
+    header = _csv_header(path)
+    problems: list[Problem] = []
+    warnings: list[str] = []
+    seen: set[str] = set()
+    for col in header:
+        if col in seen:
+            problems.append(Problem("duplicate column", file=str(path), line=1, field=col,
+                                    expected="each column once", got="twice"))
+        seen.add(col)
+    required = [k for k in KEY if k != "epoch" and not (k == "run" and run is not None)]
+    for col in required:
+        if col not in seen:
+            hint = " (or give --run NAME)" if col == "run" else ""
+            problems.append(Problem(f"missing required column{hint}", file=str(path), line=1,
+                                    field=col, expected=f"a '{col}' column", got="no such column"))
+    flat = {f.name for f in FLAT_FIELDS}
+    ignored = [c for c in header if c not in flat and not c.startswith("scores.")]
+    if ignored:
+        warnings.append(f"{path}: column(s) ignored: {', '.join(ignored)} (CSV carries the flat "
+                        "fields and scores.NAME; nested fields need JSON Lines)")
+    if problems:
+        raise ValidationError(problems)
+    return header, warnings
+
+
+def _csv_select(path: Path, run: str | None) -> tuple[str, list[str]]:
+    header, warnings = _csv_columns(path, run)
+    types = {f.name: f.duckdb_type for f in FLAT_FIELDS}
+    columns = "{" + ", ".join(
+        f"{sql_literal(c)}: {sql_literal(types.get(c, 'DOUBLE' if c.startswith('scores.') else 'VARCHAR'))}"
+        for c in header
+    ) + "}"
+    source = (f"read_csv({sql_literal(str(path))}, header=true, auto_detect=false, delim=',', "
+              f"quote='\"', escape='\"', nullstr='', columns={columns})")
+    return _select_from(source, header, run), warnings
+
+
+def _select_from(source: str, present: list[str], run: str | None) -> str:
+    keys = _key_exprs(run)
+    score_cols = [c for c in present if c.startswith("scores.")]
+    exprs = []
+    for f in FIELDS:
+        if f.name == "scores" and score_cols and "scores" not in present:
+            entries = ", ".join(
+                f"struct_pack(key := {sql_literal(c[7:])}, value := \"{c}\"::DOUBLE)"
+                for c in score_cols)
+            expr = (f"map_from_entries(list_filter([{entries}], lambda e: e.value IS NOT NULL))"
+                    f"::{f.duckdb_type}")
+        elif f.name in present:
+            expr = keys.get(f.name, f'CAST("{f.name}" AS {f.duckdb_type})')
+        else:
+            expr = keys.get(f.name, f"NULL::{f.duckdb_type}")
+            if f.name == "epoch":
+                expr = "0"
+        exprs.append(f"{expr} AS {f.name}")
+    return f"SELECT {', '.join(exprs)} FROM {source}"
+
+
+def _parquet_select(con: duckdb.DuckDBPyConnection, path: Path,
+                    run: str | None) -> tuple[str, list[str]]:
+    source = f"read_parquet({sql_literal(str(path))})"
+    present = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()]
+    known = {f.name for f in FIELDS}
+    ignored = [c for c in present if c not in known and not c.startswith("scores.")]
+    warnings = [f"{path}: column(s) ignored: {', '.join(ignored)}"] if ignored else []
+    return _select_from(source, present, run), warnings
+
+
+def _sql_violations(con: duckdb.DuckDBPyConnection, table: str) -> int:
+    """Rows breaking any rule, plus repeated keys: 0 means the file is clean."""
+    conds = [f"{k} IS NULL OR {k}::VARCHAR = ''" for k in KEY]
+    for f in FIELDS:
+        if f.duckdb_type == "DOUBLE":
+            conds.append(f"isnan({f.name}) OR isinf({f.name})")
+    conds += [f"{name} < 0" for name in NONNEGATIVE]
+    conds.append("guess_chance < 0 OR guess_chance > 1")
+    conds.append(
+        "list_bool_or(list_transform(assertions, lambda a: a.type IS NULL OR a.type = '' "
+        "OR a.weight <= 0 OR isnan(a.weight) OR isinf(a.weight) "
+        "OR (a.layer IS NOT NULL AND a.layer NOT IN ('fact', 'behavior'))))"
+    )
+    conds.append(
+        "list_bool_or(list_transform(judgments, lambda j: isnan(j.score) OR isinf(j.score) "
+        "OR isnan(j.scale_min) OR isinf(j.scale_min) OR isnan(j.scale_max) "
+        "OR isinf(j.scale_max) OR j.scale_min >= j.scale_max OR j.score < j.scale_min "
+        "OR j.score > j.scale_max OR j.repeat < 0))"
+    )
+    conds.append(
+        "list_bool_or(list_transform(human, lambda h: h.score IS NULL OR isnan(h.score) "
+        "OR isinf(h.score)))"
+    )
+    conds.append(
+        "list_bool_or(list_transform(map_values(scores), lambda v: isnan(v) OR isinf(v)))"
+    )
+    where = " OR ".join(f"coalesce({c}, false)" for c in conds[len(KEY):])
+    where = " OR ".join(f"({c})" for c in conds[: len(KEY)]) + " OR " + where
+    bad = scalar(con, f"SELECT count(*) FROM {table} WHERE {where}")
+    dup = scalar(con, f"SELECT count(*) FROM (SELECT 1 FROM {table} GROUP BY {', '.join(KEY)} "
+                 "HAVING count(*) > 1)")
+    return bad + dup
+
+
+# ------------------------------------------------------- diagnostic path: every problem, located
+
+def _raise_diagnosis(path: Path, kind: str, run: str | None, *, fallback: str) -> None:
+    checker = RecordChecker(str(path), run_override=run)
+    if kind == "jsonl":
+        problems = _diagnose_jsonl(path, checker)
+    elif kind == "csv":
+        problems = _diagnose_csv(path, checker)
+    else:
+        problems = _diagnose_parquet(path, checker)
+    if not problems:  # the fast path saw something the precise pass cannot place
+        problems = [Problem(fallback, file=str(path))]
+    raise ValidationError(problems)
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"duplicate field '{k}' in one object")
+        out[k] = v
+    return out
+
+
+def _diagnose_jsonl(path: Path, checker: RecordChecker) -> list[Problem]:
+    problems: list[Problem] = []
+    name = str(path)
+    with _open_text(path) as fh:
+        for line, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                problems.append(Problem("not UTF-8 text", file=name, line=line,
+                                        expected="UTF-8", got=f"byte 0x{raw[exc.start]:02x} "
+                                        f"at column {exc.start + 1}"))
+                continue
+            try:
+                obj = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+            except json.JSONDecodeError as exc:
+                problems.append(Problem(f"invalid JSON: {exc.msg} at column {exc.colno}",
+                                        file=name, line=line, expected="one JSON object per line",
+                                        got=describe(text.strip())))
+                continue
+            except ValueError as exc:
+                problems.append(Problem(str(exc), file=name, line=line))
+                continue
+            problems.extend(checker.check(obj, line))
+    return problems
+
+
+def _csv_value(kind: str, text: str) -> Any:
+    if text == "":
+        return None
+    try:
+        if kind in ("INTEGER", "BIGINT"):
+            number = float(text)
+            return int(number) if math.isfinite(number) and number.is_integer() else number
+        if kind == "DOUBLE":
+            return float(text)
+    except ValueError:
+        return text
+    if kind == "BOOLEAN":
+        low = text.strip().lower()
+        return True if low in _CSV_TRUE else False if low in _CSV_FALSE else text
+    return text
+
+
+def _diagnose_csv(path: Path, checker: RecordChecker) -> list[Problem]:
+    types = {f.name: f.duckdb_type for f in FLAT_FIELDS}
+    problems: list[Problem] = []
+    with _open_text(path) as fh:
+        text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
+        reader = csv.reader(text)
+        try:
+            header = next(reader)
+            for row in reader:
+                line = reader.line_num
+                if len(row) != len(header):
+                    problems.append(Problem("wrong number of columns", file=str(path), line=line,
+                                            expected=f"{len(header)} columns",
+                                            got=f"{len(row)}"))
+                    continue
+                rec: dict[str, Any] = {}
+                scores: dict[str, Any] = {}
+                for col, value in zip(header, row, strict=True):
+                    if col.startswith("scores."):
+                        scores[col[7:]] = _csv_value("DOUBLE", value)
+                    elif col in types:
+                        rec[col] = _csv_value(types[col], value)
+                if scores:
+                    rec["scores"] = scores
+                problems.extend(checker.check(rec, line))
+        except UnicodeDecodeError as exc:
+            problems.append(Problem("not UTF-8 text", file=str(path), line=reader.line_num + 1,
+                                    expected="UTF-8", got=str(exc.reason)))
+        except csv.Error as exc:
+            problems.append(Problem(f"malformed CSV: {exc}", file=str(path),
+                                    line=reader.line_num))
+    return problems
+
+
+def _diagnose_parquet(path: Path, checker: RecordChecker) -> list[Problem]:
+    con = duckdb.connect()
+    source = f"read_parquet({sql_literal(str(path))}, file_row_number=true)"
+    try:
+        described = con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()
+    except duckdb.Error as exc:
+        return [Problem(f"not a readable Parquet file: {exc}".splitlines()[0], file=str(path),
+                        expected="a Parquet file", got="unreadable bytes")]
+    types = {f.name: f.duckdb_type for f in FIELDS}
+    problems: list[Problem] = []
+    for col, col_type, *_ in described:
+        if col not in types:
+            continue
+        want = types[col]
+        bad = con.execute(
+            f'SELECT file_row_number, "{col}"::VARCHAR FROM {source} WHERE "{col}" IS NOT NULL '
+            f'AND TRY_CAST("{col}" AS {want}) IS NULL ORDER BY 1'
+        ).fetchall()
+        if bad:
+            row, value = bad[0]
+            problems.append(Problem(
+                f"column type {col_type} cannot hold this field ({len(bad)} row(s) fail)",
+                file=str(path), line=int(row) + 1, field=col, unit="row", expected=want,
+                got=describe(value)))
+    if problems:
+        return problems
+    table = con.sql(f"SELECT * EXCLUDE (file_row_number) FROM {source}").fetch_arrow_table()
+    for i, rec in enumerate(table.to_pylist(), start=1):
+        if isinstance(rec.get("scores"), list):  # Arrow maps arrive as (key, value) pairs
+            rec["scores"] = dict(rec["scores"])
+        for p in checker.check(rec, i):
+            problems.append(Problem(p.message, file=p.file, line=p.line, field=p.field,
+                                    expected=p.expected, got=p.got, unit="row"))
+    return problems
+
+

@@ -1,0 +1,224 @@
+"""The store: one embedded DuckDB file holding every sample, versioned by named migrations."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import duckdb
+
+from calipers.data import migrations
+from calipers.data.model import FIELD_NAMES, FIELDS, KEY
+from calipers.data.readers import StagedFile, sql_literal, stage_file
+from calipers.data.source import SampleSet, scalar
+from calipers.errors import DataError, InputError, Problem, ValidationError
+
+EXPORT_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl",
+                  ".ndjson": "jsonl", ".json": "jsonl"}
+
+
+@dataclass
+class ImportSummary:
+    files: int
+    samples: int  # rows written
+    replaced: int  # of those, rows that replaced a sample with the same key
+    runs: list[str]
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunInfo:
+    run: str
+    samples: int
+    tasks: int
+    epochs: int
+    last_import: datetime | None
+
+
+class Store:
+    """A DuckDB file of samples. Use as a context manager, or call `close()`."""
+
+    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
+        self.path = Path(path)
+        self.read_only = read_only
+        if self.path.is_dir():
+            raise InputError(f"--db {self.path}: is a directory", hint="Give a file path.")
+        if read_only:
+            if not self.path.exists():
+                raise DataError(
+                    f"no store at {self.path}",
+                    hint="Run `calipers import FILE` first, or pass a FILE to read it directly.",
+                )
+            self._upgrade_if_needed()
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.con = duckdb.connect(str(self.path), read_only=read_only)
+        except duckdb.Error as exc:
+            raise InputError(f"cannot open the store {self.path}: {exc}",
+                             hint="Is it a DuckDB file, and not open in another process?") from exc
+        if not read_only:
+            migrations.migrate(self.con)
+
+    def _upgrade_if_needed(self) -> None:
+        con = duckdb.connect(str(self.path))
+        try:
+            if migrations.pending(con):
+                migrations.migrate(con)
+        finally:
+            con.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.con.close()
+
+    # ------------------------------------------------------------------------------- import
+
+    def import_files(self, paths: Sequence[str | Path], *, run: str | None = None,
+                     format: str = "auto") -> ImportSummary:
+        """Validate every file, then write all of them in one transaction: any problem in any
+        file leaves the store exactly as it was. Samples whose key already exists replace it."""
+        if self.read_only:
+            raise InputError("the store is open read-only")
+        if not paths:
+            raise InputError("no file to import")
+        con = self.con
+        staged: list[StagedFile] = []
+        problems: list[Problem] = []
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for i, path in enumerate(paths):
+                try:
+                    staged.append(stage_file(con, Path(path), f"stage_{i}", run=run, fmt=format))
+                except ValidationError as exc:
+                    problems.extend(exc.problems)
+            if problems:
+                raise ValidationError(problems)
+            problems = self._cross_file_duplicates(staged)
+            if problems:
+                raise ValidationError(problems)
+            replaced = written = 0
+            now = datetime.now(UTC).replace(tzinfo=None)
+            for s in staged:
+                replaced += self._delete_existing(s.table)
+                cols = ", ".join(FIELD_NAMES)
+                con.execute(f"INSERT INTO samples ({cols}, source, imported_at) "
+                            f"SELECT {cols}, {sql_literal(str(s.path))}, ? FROM {s.table}", [now])
+                written += s.rows
+                con.execute(
+                    "INSERT INTO imports SELECT coalesce(max(id), 0) + 1, ?, ?, ?, ?, ?, ? "
+                    "FROM imports", [now, str(s.path), s.format, run, s.rows, replaced])
+            runs = sorted({r[0] for s in staged for r in con.execute(
+                f"SELECT DISTINCT run FROM {s.table}").fetchall()})
+            for s in staged:
+                con.execute(f"DROP TABLE {s.table}")
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        warnings = [w for s in staged for w in s.warnings]
+        return ImportSummary(len(staged), written, replaced, runs, warnings)
+
+    def _delete_existing(self, table: str) -> int:
+        match = " AND ".join(f"s.{k} = t.{k}" for k in KEY)
+        n = scalar(self.con, f"SELECT count(*) FROM samples s SEMI JOIN {table} t ON {match}")
+        if n:
+            self.con.execute(f"DELETE FROM samples s USING {table} t WHERE {match}")
+        return n
+
+    def _cross_file_duplicates(self, staged: list[StagedFile]) -> list[Problem]:
+        problems: list[Problem] = []
+        keys = ", ".join(KEY)
+        for i, a in enumerate(staged):
+            for b in staged[i + 1:]:
+                rows = self.con.execute(
+                    f"SELECT {keys} FROM {a.table} INTERSECT SELECT {keys} FROM {b.table} LIMIT 3"
+                ).fetchall()
+                for row in rows:
+                    problems.append(Problem(
+                        f"the sample key {tuple(row)} is in both {a.path} and {b.path}",
+                        file=str(b.path), field="sample_id",
+                        expected="each key in one file of an import", got="a repeat"))
+        return problems
+
+    # ------------------------------------------------------------------------------- read
+
+    def samples(self, runs: Sequence[str] | None = None) -> SampleSet:
+        cols = ", ".join(FIELD_NAMES)
+        where = ""
+        if runs:
+            where = " WHERE run IN (" + ", ".join(sql_literal(r) for r in runs) + ")"
+        self.con.execute(f"CREATE OR REPLACE TEMP VIEW store_samples AS "
+                         f"SELECT {cols} FROM samples{where}")
+        return SampleSet(self.con, "store_samples", str(self.path))
+
+    def runs(self) -> list[RunInfo]:
+        rows = self.con.execute(
+            "SELECT run, count(*), count(DISTINCT task), count(DISTINCT epoch), max(imported_at) "
+            "FROM samples GROUP BY run ORDER BY run").fetchall()
+        return [RunInfo(r[0], int(r[1]), int(r[2]), int(r[3]), r[4]) for r in rows]
+
+    def count(self) -> int:
+        return scalar(self.con, "SELECT count(*) FROM samples")
+
+    # ------------------------------------------------------------------------------- export
+
+    def export(self, out: str | Path, *, format: str | None = None,
+               runs: Sequence[str] | None = None) -> int:
+        """Write samples to `out` (temp file, then rename); return the number written.
+
+        CSV carries the flat fields and one `scores.NAME` column per metric; the nested lists
+        (assertions, judgments, human) need JSON Lines or Parquet and are left out of CSV.
+        """
+        target = Path(out)
+        fmt = format or EXPORT_FORMATS.get(target.suffix.lower())
+        if fmt not in ("parquet", "csv", "jsonl"):
+            raise InputError(f"cannot tell the export format of {target}",
+                             hint="Use a .parquet, .csv or .jsonl name, or --format.")
+        if target.is_dir():
+            raise InputError(f"{target} is a directory", hint="Give a file name.")
+        view = self.samples(runs)
+        n = view.count()
+        if runs and n == 0:
+            raise DataError(f"no samples for run(s) {', '.join(runs)} in {self.path}")
+        select = self._export_select(view.relation, fmt)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        os.close(fd)
+        options = {"parquet": "FORMAT parquet", "csv": "FORMAT csv, HEADER true",
+                   "jsonl": "FORMAT json"}[fmt]
+        try:
+            self.con.execute(f"COPY ({select}) TO {sql_literal(tmp)} ({options})")
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return n
+
+    def _export_select(self, relation: str, fmt: str) -> str:
+        order = f"ORDER BY {', '.join(KEY)}"
+        if fmt != "csv":
+            return f"SELECT * FROM {relation} {order}"
+        names = [r[0] for r in self.con.execute(
+            f"SELECT DISTINCT unnest(map_keys(scores)) AS k FROM {relation} ORDER BY k"
+        ).fetchall()]
+        flat = [f.name for f in FIELDS if f.flat]
+        score_cols = [f'scores[{sql_literal(n)}] AS "scores.{n}"' for n in names]
+        return f"SELECT {', '.join(flat + score_cols)} FROM {relation} {order}"
+
+
+def describe_runs(infos: list[RunInfo]) -> list[dict[str, Any]]:
+    return [{"run": i.run, "samples": i.samples, "tasks": i.tasks, "epochs": i.epochs,
+             "last_import": i.last_import.isoformat() if i.last_import else None} for i in infos]
