@@ -20,7 +20,7 @@ from typing import IO, Any
 import duckdb
 
 from calipers.data.model import FIELDS, KEY
-from calipers.data.source import scalar
+from calipers.data.source import arrow_table, scalar
 from calipers.data.validate import FLAT_FIELDS, NONNEGATIVE, RecordChecker, describe
 from calipers.errors import InputError, Problem, ValidationError
 
@@ -400,7 +400,7 @@ def _diagnose_parquet(path: Path, checker: RecordChecker) -> list[Problem]:
                 got=describe(value)))
     if problems:
         return problems
-    table = con.sql(f"SELECT * EXCLUDE (file_row_number) FROM {source}").fetch_arrow_table()
+    table = arrow_table(con.sql(f"SELECT * EXCLUDE (file_row_number) FROM {source}"))
     for i, rec in enumerate(table.to_pylist(), start=1):
         if isinstance(rec.get("scores"), list):  # Arrow maps arrive as (key, value) pairs
             rec["scores"] = dict(rec["scores"])

@@ -28,7 +28,7 @@ class SampleSet:
     warnings: list[str] = field(default_factory=list)
 
     def to_arrow(self) -> pa.Table:
-        return self.con.sql(f"SELECT * FROM {self.relation}").fetch_arrow_table()
+        return arrow_table(self.con.sql(f"SELECT * FROM {self.relation}"))
 
     def runs(self) -> list[str]:
         rows = self.con.execute(f"SELECT DISTINCT run FROM {self.relation} ORDER BY run")
@@ -64,3 +64,9 @@ def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None
     result, which DuckDB ≥ 2 requires before the connection does anything else."""
     rows = con.execute(sql, params or []).fetchall()
     return int(rows[0][0]) if rows and rows[0][0] is not None else 0
+
+
+def arrow_table(relation: duckdb.DuckDBPyRelation) -> pa.Table:
+    """The relation's rows as an Arrow table (DuckDB 2 renamed fetch_arrow_table)."""
+    method = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
+    return method()

@@ -19,6 +19,9 @@ from calipers.data.readers import StagedFile, sql_literal, stage_file
 from calipers.data.source import SampleSet, scalar
 from calipers.errors import DataError, InputError, Problem, ValidationError
 
+# DuckDB spills to disk beyond this; it keeps a 1M-sample import under 1 GB of RSS
+# (benchmarks/README.md). Override with the CALIPERS_MEMORY_LIMIT environment variable.
+DEFAULT_MEMORY_LIMIT = "600MB"
 EXPORT_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl",
                   ".ndjson": "jsonl", ".json": "jsonl"}
 
@@ -63,6 +66,12 @@ class Store:
         except duckdb.Error as exc:
             raise InputError(f"cannot open the store {self.path}: {exc}",
                              hint="Is it a DuckDB file, and not open in another process?") from exc
+        limit = os.environ.get("CALIPERS_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT)
+        try:
+            self.con.execute(f"SET memory_limit = {sql_literal(limit)}")
+        except duckdb.Error as exc:
+            raise InputError(f"CALIPERS_MEMORY_LIMIT={limit!r} is not a memory size",
+                             hint="Use e.g. 600MB or 4GB.") from exc
         if not read_only:
             migrations.migrate(self.con)
 
@@ -97,39 +106,55 @@ class Store:
         con = self.con
         staged: list[StagedFile] = []
         problems: list[Problem] = []
-        con.execute("BEGIN TRANSACTION")
+        failures: list[ValidationError] = []
+        # Row order inside the store carries no meaning; not preserving it saves memory.
+        con.execute("SET preserve_insertion_order = false")
         try:
+            # Stage into connection-local temp tables first: they never touch the store file,
+            # and a failed read there cannot abort the transaction that writes.
             for i, path in enumerate(paths):
                 try:
                     staged.append(stage_file(con, Path(path), f"stage_{i}", run=run, fmt=format))
                 except ValidationError as exc:
+                    failures.append(exc)
                     problems.extend(exc.problems)
+            if len(failures) == 1:
+                raise failures[0]  # keeps its own hint
+            problems += self._cross_file_duplicates(staged)
             if problems:
                 raise ValidationError(problems)
-            problems = self._cross_file_duplicates(staged)
-            if problems:
-                raise ValidationError(problems)
-            replaced = written = 0
-            now = datetime.now(UTC).replace(tzinfo=None)
+            replaced, written, runs = self._write(staged, run)
+        finally:
             for s in staged:
-                replaced += self._delete_existing(s.table)
-                cols = ", ".join(FIELD_NAMES)
+                con.execute(f"DROP TABLE IF EXISTS {s.table}")
+            con.execute("RESET preserve_insertion_order")
+        warnings = [w for s in staged for w in s.warnings]
+        return ImportSummary(len(staged), written, replaced, runs, warnings)
+
+    def _write(self, staged: list[StagedFile], run: str | None) -> tuple[int, int, list[str]]:
+        """Replace samples with the staged keys and insert the staged rows: one transaction."""
+        con = self.con
+        replaced = written = 0
+        now = datetime.now(UTC).replace(tzinfo=None)
+        cols = ", ".join(FIELD_NAMES)
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for s in staged:
+                n_replaced = self._delete_existing(s.table)
                 con.execute(f"INSERT INTO samples ({cols}, source, imported_at) "
                             f"SELECT {cols}, {sql_literal(str(s.path))}, ? FROM {s.table}", [now])
-                written += s.rows
                 con.execute(
                     "INSERT INTO imports SELECT coalesce(max(id), 0) + 1, ?, ?, ?, ?, ?, ? "
-                    "FROM imports", [now, str(s.path), s.format, run, s.rows, replaced])
-            runs = sorted({r[0] for s in staged for r in con.execute(
-                f"SELECT DISTINCT run FROM {s.table}").fetchall()})
-            for s in staged:
-                con.execute(f"DROP TABLE {s.table}")
+                    "FROM imports", [now, str(s.path), s.format, run, s.rows, n_replaced])
+                replaced += n_replaced
+                written += s.rows
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
             raise
-        warnings = [w for s in staged for w in s.warnings]
-        return ImportSummary(len(staged), written, replaced, runs, warnings)
+        runs = sorted({r[0] for s in staged for r in con.execute(
+            f"SELECT DISTINCT run FROM {s.table}").fetchall()})
+        return replaced, written, runs
 
     def _delete_existing(self, table: str) -> int:
         match = " AND ".join(f"s.{k} = t.{k}" for k in KEY)
