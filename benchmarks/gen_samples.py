@@ -42,28 +42,61 @@ def generate(n: int, out: Path, seed: int = 7) -> None:
                 sid = k // 4
                 tier = TIERS[sid % 3]
                 rec = {
-                    "run": run, "task": TASKS[(sid // 3) % 12], "sample_id": f"s{sid}",
-                    "epoch": 0, "tier": tier, "point": f"length={8 * (1 + sid % 4)}",
-                    "correct": bool(correct[i]), "guess_chance": float(guess[i]),
+                    "run": run,
+                    "task": TASKS[(sid // 3) % 12],
+                    "sample_id": f"s{sid}",
+                    "epoch": 0,
+                    "tier": tier,
+                    "point": f"length={8 * (1 + sid % 4)}",
+                    "correct": bool(correct[i]),
+                    "guess_chance": float(guess[i]),
                     "truncated": bool(trunc[i]),
                     "output": "The answer is 42 because the premises imply it.",
                     "decision": {"label": "approve" if correct[i] else "reject"},
-                    "perturbation": "baseline", "perturbation_of": None,
-                    "tokens_in": int(tok_in[i]), "tokens_out": int(tok_out[i]),
+                    "perturbation": "baseline",
+                    "perturbation_of": None,
+                    "tokens_in": int(tok_in[i]),
+                    "tokens_out": int(tok_out[i]),
                     "cost_usd": round(float(tok_out[i]) * 2e-6, 6),
-                    "latency_s": round(float(lat[i]), 3), "tool_calls": int(k % 3),
-                    "steps": 1 + int(k % 2), "error": None,
+                    "latency_s": round(float(lat[i]), 3),
+                    "tool_calls": int(k % 3),
+                    "steps": 1 + int(k % 2),
+                    "error": None,
                     "assertions": [
-                        {"name": "mentions 42", "type": "contains", "layer": "fact",
-                         "weight": 2.0, "value": "42", "passed": bool(correct[i])},
-                        {"name": "short", "type": "max_length", "layer": "behavior",
-                         "weight": 1.0, "value": 4000, "passed": not bool(trunc[i])},
+                        {
+                            "name": "mentions 42",
+                            "type": "contains",
+                            "layer": "fact",
+                            "weight": 2.0,
+                            "value": "42",
+                            "passed": bool(correct[i]),
+                        },
+                        {
+                            "name": "short",
+                            "type": "max_length",
+                            "layer": "behavior",
+                            "weight": 1.0,
+                            "value": 4000,
+                            "passed": not bool(trunc[i]),
+                        },
                     ],
                     "judgments": [
-                        {"judge": "judge-a", "dimension": None, "score": float(j1[i]),
-                         "scale_min": 1.0, "scale_max": 5.0, "rationale": "clear and correct"},
-                        {"judge": "judge-b", "dimension": None, "score": float(j2[i]),
-                         "scale_min": 1.0, "scale_max": 5.0, "rationale": "mostly right"},
+                        {
+                            "judge": "judge-a",
+                            "dimension": None,
+                            "score": float(j1[i]),
+                            "scale_min": 1.0,
+                            "scale_max": 5.0,
+                            "rationale": "clear and correct",
+                        },
+                        {
+                            "judge": "judge-b",
+                            "dimension": None,
+                            "score": float(j2[i]),
+                            "scale_min": 1.0,
+                            "scale_max": 5.0,
+                            "rationale": "mostly right",
+                        },
                     ],
                     "human": [{"dimension": None, "score": float(j1[i])}],
                     "scores": {"accuracy": float(correct[i]), "f1": round(float(lat[i]) % 1, 3)},
@@ -82,7 +115,9 @@ def main() -> None:
     started = time.perf_counter()
     generate(args.n, args.out, args.seed)
     size = args.out.stat().st_size / 1e6
-    print(f"{args.n:,} samples, {size:.0f} MB → {args.out} in {time.perf_counter() - started:.1f} s")
+    print(
+        f"{args.n:,} samples, {size:.0f} MB → {args.out} in {time.perf_counter() - started:.1f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -18,9 +18,7 @@ MakeSamples = Callable[[Iterable[dict[str, Any]]], SampleSet]
 def sample_set(rows: Iterable[dict[str, Any]], origin: str = "<test>") -> SampleSet:
     con = duckdb.connect()
     cols = duckdb_columns()
-    con.execute(
-        "CREATE TABLE samples (" + ", ".join(f"{n} {t}" for n, t in cols.items()) + ")"
-    )
+    con.execute("CREATE TABLE samples (" + ", ".join(f"{n} {t}" for n, t in cols.items()) + ")")
     names = [f.name for f in FIELDS]
     placeholders = ", ".join("?" for _ in names)
     data = []

@@ -84,12 +84,21 @@ def test_every_problem_is_reported(db: Path, capsys: pytest.CaptureFixture[str])
     assert "2 problems" in err and "line 2" in err and "line 3" in err and "latency_s" in err
 
 
-def test_parquet_with_wrong_column_type(tmp_path: Path, db: Path,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_parquet_with_wrong_column_type(
+    tmp_path: Path, db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "wrong_type.parquet"
-    pq.write_table(pa.table({"run": ["m", "m", "m"], "task": ["t", "t", "t"],
-                             "sample_id": ["a", "b", "c"], "tokens_out": ["12", "13", "lots"]}),
-                   path)
+    pq.write_table(
+        pa.table(
+            {
+                "run": ["m", "m", "m"],
+                "task": ["t", "t", "t"],
+                "sample_id": ["a", "b", "c"],
+                "tokens_out": ["12", "13", "lots"],
+            }
+        ),
+        path,
+    )
     before = store_fingerprint(db)
     code, err = run_import([str(path)], db, capsys)
     flat = " ".join(err.split())
@@ -101,9 +110,11 @@ def test_directory_missing_file_and_unknown_extension(
     tmp_path: Path, db: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     before = store_fingerprint(db)
-    for target, words in ((tmp_path, "is a directory"),
-                          (tmp_path / "nope.jsonl", "no such file"),
-                          (BAD / "unknown_extension.txt", "cannot tell the format")):
+    for target, words in (
+        (tmp_path, "is a directory"),
+        (tmp_path / "nope.jsonl", "no such file"),
+        (BAD / "unknown_extension.txt", "cannot tell the format"),
+    ):
         code, err = run_import([str(target)], db, capsys)
         assert code == 1 and words in err and str(target) in " ".join(err.split())
     assert store_fingerprint(db) == before

@@ -92,8 +92,9 @@ def test_load_gives_arrow_pandas_and_polars(tmp_path: Path) -> None:
     assert calipers.load(tmp_path / "s.duckdb").num_rows == 3
 
 
-def test_unknown_fields_warn_and_never_crash(capsys: pytest.CaptureFixture[str],
-                                             tmp_path: Path) -> None:
+def test_unknown_fields_warn_and_never_crash(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     code = main(["import", str(GOOD / "unknown_field.jsonl"), "--db", str(tmp_path / "s.duckdb")])
     err = capsys.readouterr().err
     assert code == 0 and "unknown field" in err and "'mood' (line 1)" in err

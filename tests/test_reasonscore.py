@@ -23,21 +23,35 @@ def wilson_ref(successes: float, trials: float, z: float = 1.96) -> tuple[float,
 
 
 def point_rows(
-    run: str, tier: str, task: str, point: str, *, n: int, correct: int, guess: float,
-    truncated: int = 0, tokens: int | None = 100, missing: int = 0,
+    run: str,
+    tier: str,
+    task: str,
+    point: str,
+    *,
+    n: int,
+    correct: int,
+    guess: float,
+    truncated: int = 0,
+    tokens: int | None = 100,
+    missing: int = 0,
 ) -> list[dict[str, Any]]:
     rows = []
     for i in range(n + missing):
         known = i < n
-        rows.append({
-            "run": run, "tier": tier, "task": task, "point": point,
-            "sample_id": f"{tier}/{task}/{point}/{i}",
-            "correct": (i < correct) if known else None,
-            "guess_chance": guess,
-            "truncated": known and i >= n - truncated,
-            "tokens_out": tokens,
-            "error": None if known else "pipeline failed",
-        })
+        rows.append(
+            {
+                "run": run,
+                "tier": tier,
+                "task": task,
+                "point": point,
+                "sample_id": f"{tier}/{task}/{point}/{i}",
+                "correct": (i < correct) if known else None,
+                "guess_chance": guess,
+                "truncated": known and i >= n - truncated,
+                "tokens_out": tokens,
+                "error": None if known else "pipeline failed",
+            }
+        )
     return rows
 
 
@@ -56,8 +70,7 @@ SPEC = {
 def result(make_samples: Any) -> ReasonScoreResult:
     rows = []
     for (tier, task, point), (n, c, g, t, tok) in SPEC.items():
-        rows += point_rows("m", tier, task, point, n=n, correct=c, guess=g, truncated=t,
-                           tokens=tok)
+        rows += point_rows("m", tier, task, point, n=n, correct=c, guess=g, truncated=t, tokens=tok)
     res = get_scheme("reasonscore").score(make_samples(rows))
     assert isinstance(res, ReasonScoreResult)
     return res

@@ -1,4 +1,4 @@
-"""Agreement statistics against independent packages: krippendorff, pingouin, scikit-learn, scipy."""
+"""Agreement statistics against independent packages: krippendorff, pingouin, sklearn, scipy."""
 
 from __future__ import annotations
 
@@ -47,8 +47,9 @@ def test_icc_2_1_matches_pingouin(ratings: np.ndarray) -> None:
 def test_qwk_matches_sklearn(ratings: np.ndarray) -> None:
     a, b = ratings[0], ratings[1]
     keep = np.isfinite(a) & np.isfinite(b)
-    expected = cohen_kappa_score(a[keep].astype(int), b[keep].astype(int), weights="quadratic",
-                                 labels=[1, 2, 3, 4, 5])
+    expected = cohen_kappa_score(
+        a[keep].astype(int), b[keep].astype(int), weights="quadratic", labels=[1, 2, 3, 4, 5]
+    )
     got = quadratic_weighted_kappa(a[keep], b[keep], min_rating=1, max_rating=5)
     assert got == pytest.approx(expected, abs=1e-12)
 

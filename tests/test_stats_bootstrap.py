@@ -39,8 +39,12 @@ def test_paired_matches_scipy(method: str, kind: str) -> None:
         t = c + rng.normal(0.2, 1, n)
     ours = paired_bootstrap(c, t, method=method, rng=11)  # type: ignore[arg-type]
     ref = stats.bootstrap(
-        (c, t), lambda a, b, axis: np.mean(b - a, axis=axis), paired=True, vectorized=True,
-        n_resamples=10_000, method="percentile" if method == "percentile" else "BCa",
+        (c, t),
+        lambda a, b, axis: np.mean(b - a, axis=axis),
+        paired=True,
+        vectorized=True,
+        n_resamples=10_000,
+        method="percentile" if method == "percentile" else "BCa",
         random_state=np.random.default_rng(12),
     )
     tol = mc_tolerance(ours.standard_error, 10_000)

@@ -50,11 +50,19 @@ def samples() -> list[dict[str, object]]:
         for i in range(n):
             # the last `truncated` samples hit the context limit and are wrong
             is_truncated = i >= n - truncated
-            rows.append({
-                "run": run, "task": task, "sample_id": f"{tier}/{task}/{point}/{i}",
-                "tier": tier, "point": point, "correct": i < correct and not is_truncated,
-                "guess_chance": GUESS[task], "truncated": is_truncated, "tokens_out": tokens,
-            })
+            rows.append(
+                {
+                    "run": run,
+                    "task": task,
+                    "sample_id": f"{tier}/{task}/{point}/{i}",
+                    "tier": tier,
+                    "point": point,
+                    "correct": i < correct and not is_truncated,
+                    "guess_chance": GUESS[task],
+                    "truncated": is_truncated,
+                    "tokens_out": tokens,
+                }
+            )
     return rows
 
 
@@ -71,8 +79,11 @@ def render() -> str:
 
     result = get_scheme("reasonscore").score(open_samples(DATA, db=Path("unused.duckdb")))
     assert isinstance(result, ReasonScoreResult)
-    out = ["| run | tier | task | point | n | correct | Σguess | adj_s | adj_n | center | margin "
-           "| trunc | point score |", "|" + "---|" * 13]
+    out = [
+        "| run | tier | task | point | n | correct | Σguess | adj_s | adj_n | center | margin "
+        "| trunc | point score |",
+        "|" + "---|" * 13,
+    ]
     for run in result.runs.values():
         for tier in run.tiers.values():
             for task in tier.tasks.values():
@@ -83,8 +94,11 @@ def render() -> str:
                         f"| {p.adjusted_trials:g} | {p.center:.4f} | {p.margin:.4f} "
                         f"| {p.truncated_ratio:.4f} | {p.score:.4f} |"
                     )
-    out += ["", "| run | tier | task | adj_s | adj_n | center | margin | trunc | task score |",
-            "|" + "---|" * 9]
+    out += [
+        "",
+        "| run | tier | task | adj_s | adj_n | center | margin | trunc | task score |",
+        "|" + "---|" * 9,
+    ]
     for run in result.runs.values():
         for tier in run.tiers.values():
             for task in tier.tasks.values():
@@ -97,10 +111,16 @@ def render() -> str:
     for run in result.runs.values():
         for tier in run.tiers.values():
             out.append(f"| {run.run} | {tier.tier} | {tier.score:.1f} | {tier.avg_tokens:.2f} |")
-    out += ["", "| rank | run | mean ReasonScore | mean tokens | score/token |", "|---|---|---|---|---|"]
+    out += [
+        "",
+        "| rank | run | mean ReasonScore | mean tokens | score/token |",
+        "|---|---|---|---|---|",
+    ]
     for rank, run in enumerate(result.ranked(), start=1):
-        out.append(f"| {rank} | {run.run} | {run.avg_score:.2f} | {run.avg_tokens:.2f} "
-                   f"| {run.score_per_token:.4f} |")
+        out.append(
+            f"| {rank} | {run.run} | {run.avg_score:.2f} | {run.avg_tokens:.2f} "
+            f"| {run.score_per_token:.4f} |"
+        )
     return "\n".join(out) + "\n"
 
 

@@ -79,7 +79,9 @@ class InputError(CalipersError, ValueError):
 class ValidationError(InputError):
     """One or more problems found while reading samples (exit 1). Carries every problem found."""
 
-    def __init__(self, problems: list[Problem], *, hint: str | None = None, limit: int = 50) -> None:
+    def __init__(
+        self, problems: list[Problem], *, hint: str | None = None, limit: int = 50
+    ) -> None:
         self.problems = list(problems)
         n = len(self.problems)
         head = f"{n} problem{'s' if n != 1 else ''} in the input"

@@ -23,15 +23,23 @@ def print_warnings(warnings: list[str]) -> None:
 @cli.command("import")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--run", default=None, help="Run name for every sample (overrides the files').")
-@click.option("--format", "fmt", type=click.Choice(["auto", "jsonl", "csv", "parquet"]),
-              default="auto", show_default=True, help="File format (auto: by extension).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["auto", "jsonl", "csv", "parquet"]),
+    default="auto",
+    show_default=True,
+    help="File format (auto: by extension).",
+)
 @db_option
 def import_(files: tuple[Path, ...], run: str | None, fmt: str, db: Path) -> None:
     """Validate FILES and import them into the store, all in one transaction."""
     with Store(db) as store:
         summary = store.import_files(list(files), run=run, format=fmt)
     print_warnings(summary.warnings)
-    replaced = f" ({summary.replaced:,} replaced samples with the same key)" if summary.replaced else ""
+    replaced = (
+        f" ({summary.replaced:,} replaced samples with the same key)" if summary.replaced else ""
+    )
     stdout_console().print(
         f"Imported {summary.samples:,} samples from {summary.files} file(s) into {db}{replaced}; "
         f"runs: {', '.join(summary.runs)}"
@@ -49,19 +57,34 @@ def runs(as_json: bool, db: Path) -> None:
         sys.stdout.write(json.dumps(infos, indent=2) + "\n")
         return
     table = Table(title=f"runs in {db}", title_justify="left", pad_edge=False)
-    for col, justify in (("run", "left"), ("samples", "right"), ("tasks", "right"),
-                         ("epochs", "right"), ("last import", "left")):
+    for col, justify in (
+        ("run", "left"),
+        ("samples", "right"),
+        ("tasks", "right"),
+        ("epochs", "right"),
+        ("last import", "left"),
+    ):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for i in infos:
-        table.add_row(i["run"], f"{i['samples']:,}", str(i["tasks"]), str(i["epochs"]),
-                      (i["last_import"] or "")[:19].replace("T", " "))
+        table.add_row(
+            i["run"],
+            f"{i['samples']:,}",
+            str(i["tasks"]),
+            str(i["epochs"]),
+            (i["last_import"] or "")[:19].replace("T", " "),
+        )
     stdout_console().print(table)
 
 
 @cli.command()
 @click.argument("out", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["parquet", "csv", "jsonl"]), default=None,
-              help="Output format (default: from OUT's extension).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["parquet", "csv", "jsonl"]),
+    default=None,
+    help="Output format (default: from OUT's extension).",
+)
 @click.option("--run", "runs_", multiple=True, help="Only this run (repeatable).")
 @db_option
 def export(out: Path, fmt: str | None, runs_: tuple[str, ...], db: Path) -> None:

@@ -17,11 +17,17 @@ from calipers.schemes.reasonscore import ReasonScoreResult
 
 
 @cli.command()
-@click.option("--dir", "directory", type=click.Path(path_type=Path, file_okay=False),
-              default=Path(".calipers") / "demo", show_default=True,
-              help="Where the demo data and store go.")
-@click.option("--seed", type=int, default=DEMO_SEED, show_default=True,
-              help="Seed of the synthetic data.")
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path(".calipers") / "demo",
+    show_default=True,
+    help="Where the demo data and store go.",
+)
+@click.option(
+    "--seed", type=int, default=DEMO_SEED, show_default=True, help="Seed of the synthetic data."
+)
 def demo(directory: Path, seed: int) -> None:
     """Generate a synthetic evaluation, import it, and print the ReasonScore leaderboard."""
     console = stdout_console()

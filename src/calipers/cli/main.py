@@ -52,8 +52,9 @@ def stdout_console() -> Console:
 
 def stderr_console() -> Console:
     # soft_wrap: a message is never broken inside a file path; the terminal wraps it.
-    return Console(stderr=True, no_color="NO_COLOR" in os.environ or None, highlight=False,
-                   soft_wrap=True)
+    return Console(
+        stderr=True, no_color="NO_COLOR" in os.environ or None, highlight=False, soft_wrap=True
+    )
 
 
 def _register_commands() -> None:

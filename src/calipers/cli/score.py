@@ -15,12 +15,14 @@ from calipers.report.json_report import write_json
 from calipers.schemes import SchemeResult, available, get_scheme
 from calipers.schemes.reasonscore import ReasonScoreResult
 
+
 def score_samples(
     source: Path | None, *, db: Path, scheme: str, run: str | None, options: dict[str, Any]
 ) -> SchemeResult:
     """The one library call behind `score` and `leaderboard`."""
     samples = open_samples(source, db=db, run=run)
     return get_scheme(scheme).score(samples, **options)
+
 
 @cli.command()
 @click.argument("file", required=False, type=click.Path(path_type=Path))
@@ -54,15 +56,18 @@ def score(
         if show_tasks:
             terminal.reasonscore_tasks(result, console)
 
+
 @cli.command()
 @click.argument("file", required=False, type=click.Path(path_type=Path))
-@click.option("--scheme", "scheme", default="reasonscore", show_default=True,
-              help="Scheme that ranks runs.")
+@click.option(
+    "--scheme", "scheme", default="reasonscore", show_default=True, help="Scheme that ranks runs."
+)
 @click.option("--z", type=float, default=None, help="Wilson z (default 1.96).")
 @click.option("--json", "json_out", default=None, metavar="PATH|-", help="Write the JSON report.")
 @db_option
-def leaderboard(file: Path | None, scheme: str, z: float | None, json_out: str | None,
-                db: Path) -> None:
+def leaderboard(
+    file: Path | None, scheme: str, z: float | None, json_out: str | None, db: Path
+) -> None:
     """Rank runs (ReasonScore: by score/token, with per-tier scores)."""
     if scheme != "reasonscore":
         raise InputError(f"leaderboard supports --scheme reasonscore, not '{scheme}'")
@@ -74,11 +79,14 @@ def leaderboard(file: Path | None, scheme: str, z: float | None, json_out: str |
         assert isinstance(result, ReasonScoreResult)
         terminal.reasonscore_leaderboard(result, stdout_console())
 
+
 @cli.command("schemes")
 def list_schemes() -> None:
     """List the registered scoring schemes."""
     console = stdout_console()
     for name, cls in available().items():
         direction = "higher is better" if cls.higher_is_better else "lower is better"
-        console.print(f"[bold]{name}[/]  {cls.description} ({direction}; needs "
-                      f"{', '.join(cls.required_fields)})")
+        console.print(
+            f"[bold]{name}[/]  {cls.description} ({direction}; needs "
+            f"{', '.join(cls.required_fields)})"
+        )

@@ -15,16 +15,18 @@ from calipers.data.model import FIELDS
 
 def _samples_table() -> str:
     cols = ",\n    ".join(f"{f.name} {f.duckdb_type}" for f in FIELDS)
-    return (f"CREATE TABLE samples (\n    {cols},\n    source VARCHAR,\n"
-            "    imported_at TIMESTAMP\n)")
+    return f"CREATE TABLE samples (\n    {cols},\n    source VARCHAR,\n    imported_at TIMESTAMP\n)"
 
 
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("0001_samples", (_samples_table(),)),
-    ("0002_imports_log", (
-        "CREATE TABLE imports (id INTEGER, imported_at TIMESTAMP, source VARCHAR, "
-        "format VARCHAR, run_override VARCHAR, samples BIGINT, replaced BIGINT)",
-    )),
+    (
+        "0002_imports_log",
+        (
+            "CREATE TABLE imports (id INTEGER, imported_at TIMESTAMP, source VARCHAR, "
+            "format VARCHAR, run_override VARCHAR, samples BIGINT, replaced BIGINT)",
+        ),
+    ),
 )
 
 
@@ -34,8 +36,9 @@ def applied(con: duckdb.DuckDBPyConnection) -> list[str]:
     ).fetchall()
     if not exists or not exists[0][0]:
         return []
-    return [r[0] for r in con.execute(
-        "SELECT name FROM schema_migrations ORDER BY name").fetchall()]
+    return [
+        r[0] for r in con.execute("SELECT name FROM schema_migrations ORDER BY name").fetchall()
+    ]
 
 
 def pending(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -58,8 +61,10 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
         try:
             for statement in statements:
                 con.execute(statement)
-            con.execute("INSERT INTO schema_migrations VALUES (?, ?)",
-                        [name, datetime.now(UTC).replace(tzinfo=None)])
+            con.execute(
+                "INSERT INTO schema_migrations VALUES (?, ?)",
+                [name, datetime.now(UTC).replace(tzinfo=None)],
+            )
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")

@@ -87,18 +87,40 @@ class Field:
 
 
 FIELDS: tuple[Field, ...] = (
-    Field("run", "VARCHAR", _STR, "the system under test: model, prompt version, agent config",
-          required=True),
+    Field(
+        "run",
+        "VARCHAR",
+        _STR,
+        "the system under test: model, prompt version, agent config",
+        required=True,
+    ),
     Field("task", "VARCHAR", _STR, "task, skill or domain", required=True),
-    Field("sample_id", "VARCHAR", _STR, "identity of the input; the pairing key across runs",
-          required=True),
-    Field("epoch", "INTEGER", _NONNEG_INT, "repeat index; repeats of one sample form a cluster",
-          required=True, default=0),
+    Field(
+        "sample_id",
+        "VARCHAR",
+        _STR,
+        "identity of the input; the pairing key across runs",
+        required=True,
+    ),
+    Field(
+        "epoch",
+        "INTEGER",
+        _NONNEG_INT,
+        "repeat index; repeats of one sample form a cluster",
+        required=True,
+        default=0,
+    ),
     Field("tier", "VARCHAR", _STR, "difficulty tier (reasonscore)"),
-    Field("point", "VARCHAR", _STR, "difficulty coordinate within the tier, e.g. length=16,depth=2"),
+    Field(
+        "point", "VARCHAR", _STR, "difficulty coordinate within the tier, e.g. length=16,depth=2"
+    ),
     Field("correct", "BOOLEAN", {"type": "boolean"}, "outcome of the sample"),
-    Field("guess_chance", "DOUBLE", {"type": "number", "minimum": 0, "maximum": 1},
-          "probability that a guess is right"),
+    Field(
+        "guess_chance",
+        "DOUBLE",
+        {"type": "number", "minimum": 0, "maximum": 1},
+        "probability that a guess is right",
+    ),
     Field("truncated", "BOOLEAN", {"type": "boolean"}, "the output hit the context limit"),
     Field("output", "VARCHAR", _STR, "raw output text"),
     Field("decision", "JSON", {}, "the structured decision value (any JSON)"),
@@ -111,16 +133,35 @@ FIELDS: tuple[Field, ...] = (
     Field("tool_calls", "INTEGER", _NONNEG_INT, "number of tool calls"),
     Field("steps", "INTEGER", _NONNEG_INT, "number of agent steps or turns"),
     Field("error", "VARCHAR", _STR, "why the pipeline or judge failed for this sample"),
-    Field("assertions", f"{ASSERTION_STRUCT}[]", {"type": "array", "items": _ASSERTION_SCHEMA},
-          "assertion results or specs", flat=False),
-    Field("judgments", f"{JUDGMENT_STRUCT}[]", {"type": "array", "items": _JUDGMENT_SCHEMA},
-          "judge scores, overall (dimension null) or per dimension", flat=False),
-    Field("human", f"{HUMAN_STRUCT}[]", {"type": "array", "items": _HUMAN_SCHEMA},
-          "human reference labels", flat=False),
-    Field("scores", "MAP(VARCHAR, DOUBLE)",
-          {"type": "object", "additionalProperties": {"type": "number"}},
-          "named per-sample metrics (accuracy, f1, exact_match, …); flat files use scores.NAME "
-          "columns", flat=False),
+    Field(
+        "assertions",
+        f"{ASSERTION_STRUCT}[]",
+        {"type": "array", "items": _ASSERTION_SCHEMA},
+        "assertion results or specs",
+        flat=False,
+    ),
+    Field(
+        "judgments",
+        f"{JUDGMENT_STRUCT}[]",
+        {"type": "array", "items": _JUDGMENT_SCHEMA},
+        "judge scores, overall (dimension null) or per dimension",
+        flat=False,
+    ),
+    Field(
+        "human",
+        f"{HUMAN_STRUCT}[]",
+        {"type": "array", "items": _HUMAN_SCHEMA},
+        "human reference labels",
+        flat=False,
+    ),
+    Field(
+        "scores",
+        "MAP(VARCHAR, DOUBLE)",
+        {"type": "object", "additionalProperties": {"type": "number"}},
+        "named per-sample metrics (accuracy, f1, exact_match, …); flat files use scores.NAME "
+        "columns",
+        flat=False,
+    ),
 )
 
 FIELD_BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}

@@ -12,7 +12,6 @@ import gzip
 import io
 import json
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -24,8 +23,14 @@ from calipers.data.source import arrow_table, scalar
 from calipers.data.validate import FLAT_FIELDS, NONNEGATIVE, RecordChecker, describe
 from calipers.errors import InputError, Problem, ValidationError
 
-FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv",
-           ".parquet": "parquet", ".pq": "parquet"}
+FORMATS = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+    ".csv": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
 _UNKNOWN_SCAN_LINES = 1000
 _CSV_TRUE = {"true", "t", "1", "yes"}
 _CSV_FALSE = {"false", "f", "0", "no"}
@@ -62,25 +67,49 @@ def detect_format(path: Path, fmt: str = "auto") -> str:
 
 def _check_path(path: Path) -> None:
     if not path.exists():
-        raise ValidationError([Problem("no such file", file=str(path),
-                                       expected="an existing file", got="nothing")],
-                              hint="Check the path.")
+        raise ValidationError(
+            [Problem("no such file", file=str(path), expected="an existing file", got="nothing")],
+            hint="Check the path.",
+        )
     if path.is_dir():
-        raise ValidationError([Problem("is a directory, not a file", file=str(path),
-                                       expected="a file", got="a directory")],
-                              hint="Pass the files inside it, e.g. DIR/*.jsonl.")
+        raise ValidationError(
+            [
+                Problem(
+                    "is a directory, not a file",
+                    file=str(path),
+                    expected="a file",
+                    got="a directory",
+                )
+            ],
+            hint="Pass the files inside it, e.g. DIR/*.jsonl.",
+        )
 
 
-def stage_file(con: duckdb.DuckDBPyConnection, path: Path, table: str, *,
-               run: str | None = None, fmt: str = "auto") -> StagedFile:
+def stage_file(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    table: str,
+    *,
+    run: str | None = None,
+    fmt: str = "auto",
+) -> StagedFile:
     """Read and validate `path` into a new temporary table `table`; raise ValidationError with
     every problem found, leaving no table behind."""
     _check_path(path)
     kind = detect_format(path, fmt)
     name = str(path)
     if path.stat().st_size == 0:
-        raise ValidationError([Problem("the file is empty", file=name, line=1,
-                                       expected="at least one sample", got="0 bytes")])
+        raise ValidationError(
+            [
+                Problem(
+                    "the file is empty",
+                    file=name,
+                    line=1,
+                    expected="at least one sample",
+                    got="0 bytes",
+                )
+            ]
+        )
     warnings: list[str] = []
     try:
         if kind == "jsonl":
@@ -99,8 +128,17 @@ def stage_file(con: duckdb.DuckDBPyConnection, path: Path, table: str, *,
     rows = _count(con, table)
     if rows == 0:
         con.execute(f"DROP TABLE {table}")
-        raise ValidationError([Problem("the file holds no samples", file=name, line=1,
-                                       expected="at least one sample", got="no rows")])
+        raise ValidationError(
+            [
+                Problem(
+                    "the file holds no samples",
+                    file=name,
+                    line=1,
+                    expected="at least one sample",
+                    got="no rows",
+                )
+            ]
+        )
     flagged = _sql_violations(con, table)
     if flagged:
         con.execute(f"DROP TABLE {table}")
@@ -114,6 +152,7 @@ def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:
 
 # ---------------------------------------------------------------- fast path: DuckDB + SQL checks
 
+
 def _key_exprs(run: str | None) -> dict[str, str]:
     return {
         "run": sql_literal(run) if run is not None else "run",
@@ -122,16 +161,23 @@ def _key_exprs(run: str | None) -> dict[str, str]:
 
 
 def _jsonl_select(path: Path, run: str | None) -> str:
-    columns = "{" + ", ".join(f"{sql_literal(f.name)}: {sql_literal(f.duckdb_type)}"
-                              for f in FIELDS) + "}"
+    columns = (
+        "{"
+        + ", ".join(f"{sql_literal(f.name)}: {sql_literal(f.duckdb_type)}" for f in FIELDS)
+        + "}"
+    )
     keys = _key_exprs(run)
     exprs = ", ".join(f"{keys.get(f.name, f.name)} AS {f.name}" for f in FIELDS)
-    return (f"SELECT {exprs} FROM read_json({sql_literal(str(path))}, "
-            f"format='newline_delimited', columns={columns}, maximum_object_size=67108864)")
+    return (
+        f"SELECT {exprs} FROM read_json({sql_literal(str(path))}, "
+        f"format='newline_delimited', columns={columns}, maximum_object_size=67108864)"
+    )
 
 
 def _open_text(path: Path) -> IO[bytes]:
-    return gzip.open(path, "rb") if path.suffix.lower() == ".gz" else path.open("rb")
+    if path.suffix.lower() == ".gz":
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return path.open("rb")
 
 
 def _jsonl_unknown_fields(path: Path) -> list[str]:
@@ -164,8 +210,17 @@ def _csv_header(path: Path) -> list[str]:
         except StopIteration:
             return []
         except UnicodeDecodeError as exc:
-            raise ValidationError([Problem("not UTF-8 text", file=str(path), line=1,
-                                           expected="UTF-8", got=str(exc.reason))]) from exc
+            raise ValidationError(
+                [
+                    Problem(
+                        "not UTF-8 text",
+                        file=str(path),
+                        line=1,
+                        expected="UTF-8",
+                        got=str(exc.reason),
+                    )
+                ]
+            ) from exc
 
 
 def _csv_columns(path: Path, run: str | None) -> tuple[list[str], list[str]]:
@@ -175,20 +230,38 @@ def _csv_columns(path: Path, run: str | None) -> tuple[list[str], list[str]]:
     seen: set[str] = set()
     for col in header:
         if col in seen:
-            problems.append(Problem("duplicate column", file=str(path), line=1, field=col,
-                                    expected="each column once", got="twice"))
+            problems.append(
+                Problem(
+                    "duplicate column",
+                    file=str(path),
+                    line=1,
+                    field=col,
+                    expected="each column once",
+                    got="twice",
+                )
+            )
         seen.add(col)
     required = [k for k in KEY if k != "epoch" and not (k == "run" and run is not None)]
     for col in required:
         if col not in seen:
             hint = " (or give --run NAME)" if col == "run" else ""
-            problems.append(Problem(f"missing required column{hint}", file=str(path), line=1,
-                                    field=col, expected=f"a '{col}' column", got="no such column"))
+            problems.append(
+                Problem(
+                    f"missing required column{hint}",
+                    file=str(path),
+                    line=1,
+                    field=col,
+                    expected=f"a '{col}' column",
+                    got="no such column",
+                )
+            )
     flat = {f.name for f in FLAT_FIELDS}
     ignored = [c for c in header if c not in flat and not c.startswith("scores.")]
     if ignored:
-        warnings.append(f"{path}: column(s) ignored: {', '.join(ignored)} (CSV carries the flat "
-                        "fields and scores.NAME; nested fields need JSON Lines)")
+        warnings.append(
+            f"{path}: column(s) ignored: {', '.join(ignored)} (CSV carries the flat "
+            "fields and scores.NAME; nested fields need JSON Lines)"
+        )
     if problems:
         raise ValidationError(problems)
     return header, warnings
@@ -197,12 +270,16 @@ def _csv_columns(path: Path, run: str | None) -> tuple[list[str], list[str]]:
 def _csv_select(path: Path, run: str | None) -> tuple[str, list[str]]:
     header, warnings = _csv_columns(path, run)
     types = {f.name: f.duckdb_type for f in FLAT_FIELDS}
-    columns = "{" + ", ".join(
-        f"{sql_literal(c)}: {sql_literal(types.get(c, 'DOUBLE' if c.startswith('scores.') else 'VARCHAR'))}"
-        for c in header
-    ) + "}"
-    source = (f"read_csv({sql_literal(str(path))}, header=true, auto_detect=false, delim=',', "
-              f"quote='\"', escape='\"', nullstr='', columns={columns})")
+
+    def column_type(col: str) -> str:
+        return types.get(col, "DOUBLE" if col.startswith("scores.") else "VARCHAR")
+
+    columns = "{" + ", ".join(f"{sql_literal(c)}: {sql_literal(column_type(c))}" for c in header)
+    columns += "}"
+    source = (
+        f"read_csv({sql_literal(str(path))}, header=true, auto_detect=false, delim=',', "
+        f"quote='\"', escape='\"', nullstr='', columns={columns})"
+    )
     return _select_from(source, header, run), warnings
 
 
@@ -213,10 +290,13 @@ def _select_from(source: str, present: list[str], run: str | None) -> str:
     for f in FIELDS:
         if f.name == "scores" and score_cols and "scores" not in present:
             entries = ", ".join(
-                f"struct_pack(key := {sql_literal(c[7:])}, value := \"{c}\"::DOUBLE)"
-                for c in score_cols)
-            expr = (f"map_from_entries(list_filter([{entries}], lambda e: e.value IS NOT NULL))"
-                    f"::{f.duckdb_type}")
+                f'struct_pack(key := {sql_literal(c[7:])}, value := "{c}"::DOUBLE)'
+                for c in score_cols
+            )
+            expr = (
+                f"map_from_entries(list_filter([{entries}], lambda e: e.value IS NOT NULL))"
+                f"::{f.duckdb_type}"
+            )
         elif f.name in present:
             expr = keys.get(f.name, f'CAST("{f.name}" AS {f.duckdb_type})')
         else:
@@ -227,8 +307,9 @@ def _select_from(source: str, present: list[str], run: str | None) -> str:
     return f"SELECT {', '.join(exprs)} FROM {source}"
 
 
-def _parquet_select(con: duckdb.DuckDBPyConnection, path: Path,
-                    run: str | None) -> tuple[str, list[str]]:
+def _parquet_select(
+    con: duckdb.DuckDBPyConnection, path: Path, run: str | None
+) -> tuple[str, list[str]]:
     source = f"read_parquet({sql_literal(str(path))})"
     present = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()]
     known = {f.name for f in FIELDS}
@@ -260,18 +341,20 @@ def _sql_violations(con: duckdb.DuckDBPyConnection, table: str) -> int:
         "list_bool_or(list_transform(human, lambda h: h.score IS NULL OR isnan(h.score) "
         "OR isinf(h.score)))"
     )
-    conds.append(
-        "list_bool_or(list_transform(map_values(scores), lambda v: isnan(v) OR isinf(v)))"
-    )
-    where = " OR ".join(f"coalesce({c}, false)" for c in conds[len(KEY):])
+    conds.append("list_bool_or(list_transform(map_values(scores), lambda v: isnan(v) OR isinf(v)))")
+    where = " OR ".join(f"coalesce({c}, false)" for c in conds[len(KEY) :])
     where = " OR ".join(f"({c})" for c in conds[: len(KEY)]) + " OR " + where
     bad = scalar(con, f"SELECT count(*) FROM {table} WHERE {where}")
-    dup = scalar(con, f"SELECT count(*) FROM (SELECT 1 FROM {table} GROUP BY {', '.join(KEY)} "
-                 "HAVING count(*) > 1)")
+    dup = scalar(
+        con,
+        f"SELECT count(*) FROM (SELECT 1 FROM {table} GROUP BY {', '.join(KEY)} "
+        "HAVING count(*) > 1)",
+    )
     return bad + dup
 
 
 # ------------------------------------------------------- diagnostic path: every problem, located
+
 
 def _raise_diagnosis(path: Path, kind: str, run: str | None, *, fallback: str) -> None:
     checker = RecordChecker(str(path), run_override=run)
@@ -305,16 +388,28 @@ def _diagnose_jsonl(path: Path, checker: RecordChecker) -> list[Problem]:
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                problems.append(Problem("not UTF-8 text", file=name, line=line,
-                                        expected="UTF-8", got=f"byte 0x{raw[exc.start]:02x} "
-                                        f"at column {exc.start + 1}"))
+                problems.append(
+                    Problem(
+                        "not UTF-8 text",
+                        file=name,
+                        line=line,
+                        expected="UTF-8",
+                        got=f"byte 0x{raw[exc.start]:02x} at column {exc.start + 1}",
+                    )
+                )
                 continue
             try:
                 obj = json.loads(text, object_pairs_hook=_no_duplicate_keys)
             except json.JSONDecodeError as exc:
-                problems.append(Problem(f"invalid JSON: {exc.msg} at column {exc.colno}",
-                                        file=name, line=line, expected="one JSON object per line",
-                                        got=describe(text.strip())))
+                problems.append(
+                    Problem(
+                        f"invalid JSON: {exc.msg} at column {exc.colno}",
+                        file=name,
+                        line=line,
+                        expected="one JSON object per line",
+                        got=describe(text.strip()),
+                    )
+                )
                 continue
             except ValueError as exc:
                 problems.append(Problem(str(exc), file=name, line=line))
@@ -351,9 +446,15 @@ def _diagnose_csv(path: Path, checker: RecordChecker) -> list[Problem]:
             for row in reader:
                 line = reader.line_num
                 if len(row) != len(header):
-                    problems.append(Problem("wrong number of columns", file=str(path), line=line,
-                                            expected=f"{len(header)} columns",
-                                            got=f"{len(row)}"))
+                    problems.append(
+                        Problem(
+                            "wrong number of columns",
+                            file=str(path),
+                            line=line,
+                            expected=f"{len(header)} columns",
+                            got=f"{len(row)}",
+                        )
+                    )
                     continue
                 rec: dict[str, Any] = {}
                 scores: dict[str, Any] = {}
@@ -366,11 +467,17 @@ def _diagnose_csv(path: Path, checker: RecordChecker) -> list[Problem]:
                     rec["scores"] = scores
                 problems.extend(checker.check(rec, line))
         except UnicodeDecodeError as exc:
-            problems.append(Problem("not UTF-8 text", file=str(path), line=reader.line_num + 1,
-                                    expected="UTF-8", got=str(exc.reason)))
+            problems.append(
+                Problem(
+                    "not UTF-8 text",
+                    file=str(path),
+                    line=reader.line_num + 1,
+                    expected="UTF-8",
+                    got=str(exc.reason),
+                )
+            )
         except csv.Error as exc:
-            problems.append(Problem(f"malformed CSV: {exc}", file=str(path),
-                                    line=reader.line_num))
+            problems.append(Problem(f"malformed CSV: {exc}", file=str(path), line=reader.line_num))
     return problems
 
 
@@ -380,8 +487,14 @@ def _diagnose_parquet(path: Path, checker: RecordChecker) -> list[Problem]:
     try:
         described = con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()
     except duckdb.Error as exc:
-        return [Problem(f"not a readable Parquet file: {exc}".splitlines()[0], file=str(path),
-                        expected="a Parquet file", got="unreadable bytes")]
+        return [
+            Problem(
+                f"not a readable Parquet file: {exc}".splitlines()[0],
+                file=str(path),
+                expected="a Parquet file",
+                got="unreadable bytes",
+            )
+        ]
     types = {f.name: f.duckdb_type for f in FIELDS}
     problems: list[Problem] = []
     for col, col_type, *_ in described:
@@ -394,10 +507,17 @@ def _diagnose_parquet(path: Path, checker: RecordChecker) -> list[Problem]:
         ).fetchall()
         if bad:
             row, value = bad[0]
-            problems.append(Problem(
-                f"column type {col_type} cannot hold this field ({len(bad)} row(s) fail)",
-                file=str(path), line=int(row) + 1, field=col, unit="row", expected=want,
-                got=describe(value)))
+            problems.append(
+                Problem(
+                    f"column type {col_type} cannot hold this field ({len(bad)} row(s) fail)",
+                    file=str(path),
+                    line=int(row) + 1,
+                    field=col,
+                    unit="row",
+                    expected=want,
+                    got=describe(value),
+                )
+            )
     if problems:
         return problems
     table = arrow_table(con.sql(f"SELECT * EXCLUDE (file_row_number) FROM {source}"))
@@ -405,8 +525,15 @@ def _diagnose_parquet(path: Path, checker: RecordChecker) -> list[Problem]:
         if isinstance(rec.get("scores"), list):  # Arrow maps arrive as (key, value) pairs
             rec["scores"] = dict(rec["scores"])
         for p in checker.check(rec, i):
-            problems.append(Problem(p.message, file=p.file, line=p.line, field=p.field,
-                                    expected=p.expected, got=p.got, unit="row"))
+            problems.append(
+                Problem(
+                    p.message,
+                    file=p.file,
+                    line=p.line,
+                    field=p.field,
+                    expected=p.expected,
+                    got=p.got,
+                    unit="row",
+                )
+            )
     return problems
-
-

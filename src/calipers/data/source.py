@@ -38,8 +38,13 @@ class SampleSet:
         return scalar(self.con, f"SELECT count(*) FROM {self.relation}")
 
 
-def open_samples(source: str | Path | None, *, db: str | Path | None = None,
-                 run: str | None = None, format: str = "auto") -> SampleSet:
+def open_samples(
+    source: str | Path | None,
+    *,
+    db: str | Path | None = None,
+    run: str | None = None,
+    format: str = "auto",
+) -> SampleSet:
     """A FILE is read and validated into an in-memory database, without importing it; None means
     the store at `db` (default .calipers/calipers.duckdb), opened read-only."""
     from calipers.data.readers import stage_file
@@ -54,8 +59,10 @@ def open_samples(source: str | Path | None, *, db: str | Path | None = None,
     samples = store.samples([run] if run else None)
     if samples.count() == 0:
         what = f"run '{run}'" if run else "samples"
-        raise DataError(f"the store {store.path} holds no {what}",
-                        hint="Import some with `calipers import FILE`.")
+        raise DataError(
+            f"the store {store.path} holds no {what}",
+            hint="Import some with `calipers import FILE`.",
+        )
     return samples
 
 

@@ -22,8 +22,14 @@ from calipers.errors import DataError, InputError, Problem, ValidationError
 # DuckDB spills to disk beyond this; it keeps a 1M-sample import under 1 GB of RSS
 # (benchmarks/README.md). Override with the CALIPERS_MEMORY_LIMIT environment variable.
 DEFAULT_MEMORY_LIMIT = "600MB"
-EXPORT_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl",
-                  ".ndjson": "jsonl", ".json": "jsonl"}
+EXPORT_FORMATS = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".csv": "csv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+}
 
 
 @dataclass
@@ -64,14 +70,18 @@ class Store:
         try:
             self.con = duckdb.connect(str(self.path), read_only=read_only)
         except duckdb.Error as exc:
-            raise InputError(f"cannot open the store {self.path}: {exc}",
-                             hint="Is it a DuckDB file, and not open in another process?") from exc
+            raise InputError(
+                f"cannot open the store {self.path}: {exc}",
+                hint="Is it a DuckDB file, and not open in another process?",
+            ) from exc
         limit = os.environ.get("CALIPERS_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT)
         try:
             self.con.execute(f"SET memory_limit = {sql_literal(limit)}")
         except duckdb.Error as exc:
-            raise InputError(f"CALIPERS_MEMORY_LIMIT={limit!r} is not a memory size",
-                             hint="Use e.g. 600MB or 4GB.") from exc
+            raise InputError(
+                f"CALIPERS_MEMORY_LIMIT={limit!r} is not a memory size",
+                hint="Use e.g. 600MB or 4GB.",
+            ) from exc
         if not read_only:
             migrations.migrate(self.con)
 
@@ -86,8 +96,12 @@ class Store:
     def __enter__(self) -> Store:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
     def close(self) -> None:
@@ -95,8 +109,9 @@ class Store:
 
     # ------------------------------------------------------------------------------- import
 
-    def import_files(self, paths: Sequence[str | Path], *, run: str | None = None,
-                     format: str = "auto") -> ImportSummary:
+    def import_files(
+        self, paths: Sequence[str | Path], *, run: str | None = None, format: str = "auto"
+    ) -> ImportSummary:
         """Validate every file, then write all of them in one transaction: any problem in any
         file leaves the store exactly as it was. Samples whose key already exists replace it."""
         if self.read_only:
@@ -141,19 +156,29 @@ class Store:
         try:
             for s in staged:
                 n_replaced = self._delete_existing(s.table)
-                con.execute(f"INSERT INTO samples ({cols}, source, imported_at) "
-                            f"SELECT {cols}, {sql_literal(str(s.path))}, ? FROM {s.table}", [now])
+                con.execute(
+                    f"INSERT INTO samples ({cols}, source, imported_at) "
+                    f"SELECT {cols}, {sql_literal(str(s.path))}, ? FROM {s.table}",
+                    [now],
+                )
                 con.execute(
                     "INSERT INTO imports SELECT coalesce(max(id), 0) + 1, ?, ?, ?, ?, ?, ? "
-                    "FROM imports", [now, str(s.path), s.format, run, s.rows, n_replaced])
+                    "FROM imports",
+                    [now, str(s.path), s.format, run, s.rows, n_replaced],
+                )
                 replaced += n_replaced
                 written += s.rows
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
             raise
-        runs = sorted({r[0] for s in staged for r in con.execute(
-            f"SELECT DISTINCT run FROM {s.table}").fetchall()})
+        runs = sorted(
+            {
+                r[0]
+                for s in staged
+                for r in con.execute(f"SELECT DISTINCT run FROM {s.table}").fetchall()
+            }
+        )
         return replaced, written, runs
 
     def _delete_existing(self, table: str) -> int:
@@ -167,15 +192,20 @@ class Store:
         problems: list[Problem] = []
         keys = ", ".join(KEY)
         for i, a in enumerate(staged):
-            for b in staged[i + 1:]:
+            for b in staged[i + 1 :]:
                 rows = self.con.execute(
                     f"SELECT {keys} FROM {a.table} INTERSECT SELECT {keys} FROM {b.table} LIMIT 3"
                 ).fetchall()
                 for row in rows:
-                    problems.append(Problem(
-                        f"the sample key {tuple(row)} is in both {a.path} and {b.path}",
-                        file=str(b.path), field="sample_id",
-                        expected="each key in one file of an import", got="a repeat"))
+                    problems.append(
+                        Problem(
+                            f"the sample key {tuple(row)} is in both {a.path} and {b.path}",
+                            file=str(b.path),
+                            field="sample_id",
+                            expected="each key in one file of an import",
+                            got="a repeat",
+                        )
+                    )
         return problems
 
     # ------------------------------------------------------------------------------- read
@@ -185,14 +215,16 @@ class Store:
         where = ""
         if runs:
             where = " WHERE run IN (" + ", ".join(sql_literal(r) for r in runs) + ")"
-        self.con.execute(f"CREATE OR REPLACE TEMP VIEW store_samples AS "
-                         f"SELECT {cols} FROM samples{where}")
+        self.con.execute(
+            f"CREATE OR REPLACE TEMP VIEW store_samples AS SELECT {cols} FROM samples{where}"
+        )
         return SampleSet(self.con, "store_samples", str(self.path))
 
     def runs(self) -> list[RunInfo]:
         rows = self.con.execute(
             "SELECT run, count(*), count(DISTINCT task), count(DISTINCT epoch), max(imported_at) "
-            "FROM samples GROUP BY run ORDER BY run").fetchall()
+            "FROM samples GROUP BY run ORDER BY run"
+        ).fetchall()
         return [RunInfo(r[0], int(r[1]), int(r[2]), int(r[3]), r[4]) for r in rows]
 
     def count(self) -> int:
@@ -200,8 +232,9 @@ class Store:
 
     # ------------------------------------------------------------------------------- export
 
-    def export(self, out: str | Path, *, format: str | None = None,
-               runs: Sequence[str] | None = None) -> int:
+    def export(
+        self, out: str | Path, *, format: str | None = None, runs: Sequence[str] | None = None
+    ) -> int:
         """Write samples to `out` (temp file, then rename); return the number written.
 
         CSV carries the flat fields and one `scores.NAME` column per metric; the nested lists
@@ -210,8 +243,10 @@ class Store:
         target = Path(out)
         fmt = format or EXPORT_FORMATS.get(target.suffix.lower())
         if fmt not in ("parquet", "csv", "jsonl"):
-            raise InputError(f"cannot tell the export format of {target}",
-                             hint="Use a .parquet, .csv or .jsonl name, or --format.")
+            raise InputError(
+                f"cannot tell the export format of {target}",
+                hint="Use a .parquet, .csv or .jsonl name, or --format.",
+            )
         if target.is_dir():
             raise InputError(f"{target} is a directory", hint="Give a file name.")
         view = self.samples(runs)
@@ -222,8 +257,11 @@ class Store:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         os.close(fd)
-        options = {"parquet": "FORMAT parquet", "csv": "FORMAT csv, HEADER true",
-                   "jsonl": "FORMAT json"}[fmt]
+        options = {
+            "parquet": "FORMAT parquet",
+            "csv": "FORMAT csv, HEADER true",
+            "jsonl": "FORMAT json",
+        }[fmt]
         try:
             self.con.execute(f"COPY ({select}) TO {sql_literal(tmp)} ({options})")
             os.replace(tmp, target)
@@ -236,14 +274,25 @@ class Store:
         order = f"ORDER BY {', '.join(KEY)}"
         if fmt != "csv":
             return f"SELECT * FROM {relation} {order}"
-        names = [r[0] for r in self.con.execute(
-            f"SELECT DISTINCT unnest(map_keys(scores)) AS k FROM {relation} ORDER BY k"
-        ).fetchall()]
+        names = [
+            r[0]
+            for r in self.con.execute(
+                f"SELECT DISTINCT unnest(map_keys(scores)) AS k FROM {relation} ORDER BY k"
+            ).fetchall()
+        ]
         flat = [f.name for f in FIELDS if f.flat]
         score_cols = [f'scores[{sql_literal(n)}] AS "scores.{n}"' for n in names]
         return f"SELECT {', '.join(flat + score_cols)} FROM {relation} {order}"
 
 
 def describe_runs(infos: list[RunInfo]) -> list[dict[str, Any]]:
-    return [{"run": i.run, "samples": i.samples, "tasks": i.tasks, "epochs": i.epochs,
-             "last_import": i.last_import.isoformat() if i.last_import else None} for i in infos]
+    return [
+        {
+            "run": i.run,
+            "samples": i.samples,
+            "tasks": i.tasks,
+            "epochs": i.epochs,
+            "last_import": i.last_import.isoformat() if i.last_import else None,
+        }
+        for i in infos
+    ]

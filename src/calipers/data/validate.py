@@ -16,12 +16,28 @@ from calipers.errors import Problem
 
 NONNEGATIVE = ("epoch", "tokens_in", "tokens_out", "cost_usd", "latency_s", "tool_calls", "steps")
 _INT_TYPES = ("INTEGER", "BIGINT")
-_ASSERTION = {"name": "VARCHAR", "type": "VARCHAR", "layer": "VARCHAR", "weight": "DOUBLE",
-              "passed": "BOOLEAN", "value": "JSON", "detail": "VARCHAR"}
-_JUDGMENT = {"judge": "VARCHAR", "dimension": "VARCHAR", "score": "DOUBLE", "scale_min": "DOUBLE",
-             "scale_max": "DOUBLE", "rationale": "VARCHAR", "red_flags": "VARCHAR[]",
-             "bonuses": "VARCHAR[]", "error": "VARCHAR", "prompt_hash": "VARCHAR",
-             "repeat": "INTEGER"}
+_ASSERTION = {
+    "name": "VARCHAR",
+    "type": "VARCHAR",
+    "layer": "VARCHAR",
+    "weight": "DOUBLE",
+    "passed": "BOOLEAN",
+    "value": "JSON",
+    "detail": "VARCHAR",
+}
+_JUDGMENT = {
+    "judge": "VARCHAR",
+    "dimension": "VARCHAR",
+    "score": "DOUBLE",
+    "scale_min": "DOUBLE",
+    "scale_max": "DOUBLE",
+    "rationale": "VARCHAR",
+    "red_flags": "VARCHAR[]",
+    "bonuses": "VARCHAR[]",
+    "error": "VARCHAR",
+    "prompt_hash": "VARCHAR",
+    "repeat": "INTEGER",
+}
 _HUMAN = {"dimension": "VARCHAR", "score": "DOUBLE"}
 _NESTED = {"assertions": _ASSERTION, "judgments": _JUDGMENT, "human": _HUMAN}
 
@@ -64,8 +80,14 @@ def _type_ok(kind: str, v: Any) -> bool:
     return True
 
 
-_EXPECTED = {"VARCHAR": "a string", "INTEGER": "an integer", "BIGINT": "an integer",
-             "DOUBLE": "a number", "BOOLEAN": "true or false", "VARCHAR[]": "a list of strings"}
+_EXPECTED = {
+    "VARCHAR": "a string",
+    "INTEGER": "an integer",
+    "BIGINT": "an integer",
+    "DOUBLE": "a number",
+    "BOOLEAN": "true or false",
+    "VARCHAR[]": "a list of strings",
+}
 
 
 class RecordChecker:
@@ -77,15 +99,28 @@ class RecordChecker:
         self.seen: dict[tuple[Any, ...], int] = {}
         self.unknown: dict[str, int] = {}  # unknown top-level field → first line seen
 
-    def problem(self, line: int, field: str | None, message: str, *,
-                expected: str | None = None, got: str | None = None) -> Problem:
-        return Problem(message, file=self.file, line=line, field=field, expected=expected,
-                       got=got)
+    def problem(
+        self,
+        line: int,
+        field: str | None,
+        message: str,
+        *,
+        expected: str | None = None,
+        got: str | None = None,
+    ) -> Problem:
+        return Problem(message, file=self.file, line=line, field=field, expected=expected, got=got)
 
     def check(self, rec: Any, line: int) -> list[Problem]:
         if not isinstance(rec, dict):
-            return [self.problem(line, None, "a sample must be a JSON object",
-                                 expected="an object", got=describe(rec))]
+            return [
+                self.problem(
+                    line,
+                    None,
+                    "a sample must be a JSON object",
+                    expected="an object",
+                    got=describe(rec),
+                )
+            ]
         out: list[Problem] = []
         for name, value in rec.items():
             spec = FIELD_BY_NAME.get(name)
@@ -105,66 +140,100 @@ class RecordChecker:
             yield from self._check_scores(value, line)
             return
         if not _type_ok(kind, value):
-            yield self.problem(line, name, "wrong type", expected=_EXPECTED[kind],
-                               got=describe(value))
+            yield self.problem(
+                line, name, "wrong type", expected=_EXPECTED[kind], got=describe(value)
+            )
             return
         if _is_number(value):
             yield from self._check_number(name, value, line)
 
     def _check_number(self, name: str, value: float, line: int) -> Iterator[Problem]:
         if not math.isfinite(value):
-            yield self.problem(line, name, "numbers must be finite", expected="a finite number",
-                               got=describe(value))
+            yield self.problem(
+                line,
+                name,
+                "numbers must be finite",
+                expected="a finite number",
+                got=describe(value),
+            )
         elif name in NONNEGATIVE and value < 0:
-            yield self.problem(line, name, "must not be negative", expected="≥ 0",
-                               got=describe(value))
+            yield self.problem(
+                line, name, "must not be negative", expected="≥ 0", got=describe(value)
+            )
         elif name == "guess_chance" and not 0 <= value <= 1:
-            yield self.problem(line, name, "a probability must lie in [0, 1]",
-                               expected="0 ≤ guess_chance ≤ 1", got=describe(value))
+            yield self.problem(
+                line,
+                name,
+                "a probability must lie in [0, 1]",
+                expected="0 ≤ guess_chance ≤ 1",
+                got=describe(value),
+            )
 
     def _check_scores(self, value: Any, line: int) -> Iterator[Problem]:
         if value is None:
             return
         if not isinstance(value, dict):
-            yield self.problem(line, "scores", "wrong type",
-                               expected="an object of name → number", got=describe(value))
+            yield self.problem(
+                line,
+                "scores",
+                "wrong type",
+                expected="an object of name → number",
+                got=describe(value),
+            )
             return
         for key, v in value.items():
             where = f"scores.{key}"
             if v is None:
                 continue
             if not _is_number(v):
-                yield self.problem(line, where, "wrong type", expected="a number",
-                                   got=describe(v))
+                yield self.problem(line, where, "wrong type", expected="a number", got=describe(v))
             elif not math.isfinite(v):
-                yield self.problem(line, where, "numbers must be finite",
-                                   expected="a finite number", got=describe(v))
+                yield self.problem(
+                    line,
+                    where,
+                    "numbers must be finite",
+                    expected="a finite number",
+                    got=describe(v),
+                )
 
-    def _check_list(self, name: str, struct: dict[str, str], value: Any,
-                    line: int) -> Iterator[Problem]:
+    def _check_list(
+        self, name: str, struct: dict[str, str], value: Any, line: int
+    ) -> Iterator[Problem]:
         if value is None:
             return
         if not isinstance(value, list):
-            yield self.problem(line, name, "wrong type", expected="an array of objects",
-                               got=describe(value))
+            yield self.problem(
+                line, name, "wrong type", expected="an array of objects", got=describe(value)
+            )
             return
         for i, item in enumerate(value):
             where = f"{name}[{i}]"
             if not isinstance(item, dict):
-                yield self.problem(line, where, "wrong type", expected="an object",
-                                   got=describe(item))
+                yield self.problem(
+                    line, where, "wrong type", expected="an object", got=describe(item)
+                )
                 continue
             bad_type = False
             for key, kind in struct.items():
                 v = item.get(key)
                 if not _type_ok(kind, v):
                     bad_type = True
-                    yield self.problem(line, f"{where}.{key}", "wrong type",
-                                       expected=_EXPECTED[kind], got=describe(v))
-                elif _is_number(v) and not math.isfinite(v):
+                    yield self.problem(
+                        line,
+                        f"{where}.{key}",
+                        "wrong type",
+                        expected=_EXPECTED[kind],
+                        got=describe(v),
+                    )
+                elif isinstance(v, int | float) and not math.isfinite(v):
                     bad_type = True
-                    yield self.problem(line, f"{where}.{key}", "numbers must be finite",
-                                       expected="a finite number", got=describe(v))
+                    yield self.problem(
+                        line,
+                        f"{where}.{key}",
+                        "numbers must be finite",
+                        expected="a finite number",
+                        got=describe(v),
+                    )
             if not bad_type:
                 yield from _nested_rules(self, name, where, item, line)
 
@@ -178,19 +247,25 @@ class RecordChecker:
                 value = 0
             if value is None or (isinstance(value, str) and value == ""):
                 hint = " (or give --run NAME)" if name == "run" else ""
-                yield self.problem(line, name, f"missing key field{hint}",
-                                   expected=FIELD_BY_NAME[name].description.split(";")[0],
-                                   got="nothing")
+                yield self.problem(
+                    line,
+                    name,
+                    f"missing key field{hint}",
+                    expected=FIELD_BY_NAME[name].description.split(";")[0],
+                    got="nothing",
+                )
                 return
             key_values.append(str(value) if name != "epoch" else value)
         key = tuple(key_values)
         first = self.seen.get(key)
         if first is not None:
             yield self.problem(
-                line, "sample_id",
+                line,
+                "sample_id",
                 f"duplicate sample key (run, task, sample_id, epoch) = {key}, "
                 f"first seen on line {first}",
-                expected="each key once per file", got="a repeat",
+                expected="each key once per file",
+                got="a repeat",
             )
         else:
             self.seen[key] = line
@@ -202,40 +277,73 @@ class RecordChecker:
         return f"{self.file}: unknown field(s) ignored: {listed}; see `calipers schema`"
 
 
-def _nested_rules(checker: RecordChecker, name: str, where: str, item: dict[str, Any],
-                  line: int) -> Iterator[Problem]:
+def _nested_rules(
+    checker: RecordChecker, name: str, where: str, item: dict[str, Any], line: int
+) -> Iterator[Problem]:
     if name == "assertions":
         if not item.get("type"):
-            yield checker.problem(line, f"{where}.type", "an assertion needs a type",
-                                  expected="an assertion type", got=describe(item.get("type")))
+            yield checker.problem(
+                line,
+                f"{where}.type",
+                "an assertion needs a type",
+                expected="an assertion type",
+                got=describe(item.get("type")),
+            )
         weight = item.get("weight")
         if weight is not None and weight <= 0:
-            yield checker.problem(line, f"{where}.weight", "weights must be positive",
-                                  expected="> 0", got=describe(weight))
+            yield checker.problem(
+                line,
+                f"{where}.weight",
+                "weights must be positive",
+                expected="> 0",
+                got=describe(weight),
+            )
         layer = item.get("layer")
         if layer is not None and layer not in ("fact", "behavior"):
-            yield checker.problem(line, f"{where}.layer", "unknown layer",
-                                  expected="fact or behavior", got=describe(layer))
+            yield checker.problem(
+                line,
+                f"{where}.layer",
+                "unknown layer",
+                expected="fact or behavior",
+                got=describe(layer),
+            )
     elif name == "judgments":
         lo, hi, score = item.get("scale_min"), item.get("scale_max"), item.get("score")
         if lo is not None and hi is not None and lo >= hi:
-            yield checker.problem(line, f"{where}.scale_min", "scale_min must be below scale_max",
-                                  expected=f"< {hi}", got=describe(lo))
+            yield checker.problem(
+                line,
+                f"{where}.scale_min",
+                "scale_min must be below scale_max",
+                expected=f"< {hi}",
+                got=describe(lo),
+            )
         elif score is not None and (
             (lo is not None and score < lo) or (hi is not None and score > hi)
         ):
-            yield checker.problem(line, f"{where}.score", "judgment score outside its scale",
-                                  expected=f"[{lo}, {hi}]", got=describe(score))
+            yield checker.problem(
+                line,
+                f"{where}.score",
+                "judgment score outside its scale",
+                expected=f"[{lo}, {hi}]",
+                got=describe(score),
+            )
         if item.get("repeat") is not None and item["repeat"] < 0:
-            yield checker.problem(line, f"{where}.repeat", "must not be negative",
-                                  expected="≥ 0", got=describe(item["repeat"]))
+            yield checker.problem(
+                line,
+                f"{where}.repeat",
+                "must not be negative",
+                expected="≥ 0",
+                got=describe(item["repeat"]),
+            )
     elif name == "human" and item.get("score") is None:
-        yield checker.problem(line, f"{where}.score", "a human label needs a score",
-                              expected="a number", got="null")
+        yield checker.problem(
+            line, f"{where}.score", "a human label needs a score", expected="a number", got="null"
+        )
 
 
-def check_records(records: Iterable[tuple[int, Any]], file: str, *,
-                  run_override: str | None = None) -> tuple[list[Problem], RecordChecker]:
+def check_records(
+    records: Iterable[tuple[int, Any]], file: str, *, run_override: str | None = None
+) -> tuple[list[Problem], RecordChecker]:
     checker = RecordChecker(file, run_override=run_override)
     problems: list[Problem] = []
     for line, rec in records:

@@ -84,8 +84,9 @@ def generate_samples(
                     for i in range(samples_per_point):
                         sample_id = f"{tier}/{task}/{point}/{i}"
                         for epoch in range(epochs):
-                            yield _sample(rng, model, tier, task, point, sample_id, epoch,
-                                          guess, p_know, d)
+                            yield _sample(
+                                rng, model, tier, task, point, sample_id, epoch, guess, p_know, d
+                            )
 
 
 def _sample(
@@ -137,10 +138,22 @@ def _sample(
         "tool_calls": int(rng.poisson(0.5)),
         "steps": 1 + int(rng.poisson(0.3)),
         "assertions": [
-            {"name": "has answer", "type": "contains", "layer": "fact", "weight": 2.0,
-             "value": "42", "passed": correct},
-            {"name": "within budget", "type": "max_length", "layer": "behavior", "weight": 1.0,
-             "value": 4 * 4096, "passed": not truncated},
+            {
+                "name": "has answer",
+                "type": "contains",
+                "layer": "fact",
+                "weight": 2.0,
+                "value": "42",
+                "passed": correct,
+            },
+            {
+                "name": "within budget",
+                "type": "max_length",
+                "layer": "behavior",
+                "weight": 1.0,
+                "value": 4 * 4096,
+                "passed": not truncated,
+            },
         ],
         "judgments": judgments,
         "scores": {"accuracy": float(correct)},

@@ -39,7 +39,9 @@ def write_json(report: dict[str, Any], destination: str | Path) -> None:
         return
     path = Path(destination)
     if path.is_dir():
-        raise InputError(f"--json {path}: is a directory", hint="Give a file path, or - for stdout.")
+        raise InputError(
+            f"--json {path}: is a directory", hint="Give a file path, or - for stdout."
+        )
     parent = path.parent if str(path.parent) else Path(".")
     try:
         parent.mkdir(parents=True, exist_ok=True)

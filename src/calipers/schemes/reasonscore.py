@@ -28,7 +28,6 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from calipers.data.source import SampleSet
@@ -118,7 +117,11 @@ class ReasonScoreResult(SchemeResult):
                         "avg_tokens": t.avg_tokens,
                         "tasks": {
                             k.task: {
-                                **{f: v for f, v in asdict(k).items() if f not in ("task", "points")},
+                                **{
+                                    f: v
+                                    for f, v in asdict(k).items()
+                                    if f not in ("task", "points")
+                                },
                                 "points": [asdict(p) for p in k.points],
                             }
                             for k in t.tasks.values()
@@ -141,8 +144,15 @@ class ReasonScoreResult(SchemeResult):
                 continue
             for t in r.tiers.values():
                 if level == "tier":
-                    rows.append({"run": r.run, "tier": t.tier, "score": t.score,
-                                 "avg_tokens": t.avg_tokens, "tasks": len(t.tasks)})
+                    rows.append(
+                        {
+                            "run": r.run,
+                            "tier": t.tier,
+                            "score": t.score,
+                            "avg_tokens": t.avg_tokens,
+                            "tasks": len(t.tasks),
+                        }
+                    )
                     continue
                 for k in t.tasks.values():
                     if level == "task":
@@ -155,11 +165,29 @@ class ReasonScoreResult(SchemeResult):
                         )
                     else:
                         raise InputError(f"unknown level '{level}' (run, tier, task or point)")
-        return pd.DataFrame(rows)
+        return pd.DataFrame(rows)  # type: ignore[no-any-return]
 
 
-def _point_counts(samples: SampleSet) -> pd.DataFrame:
-    return samples.con.sql(
+@dataclass(frozen=True)
+class _Counts:
+    """Counts of one (run, tier, task, point), straight from SQL."""
+
+    run: str
+    tier: str
+    task: str
+    point: str
+    total: int
+    correct: int
+    guess_sum: float
+    truncated: int
+    missing: int
+    no_guess: int
+    tokens_sum: float
+    tokens_n: int
+
+
+def _point_counts(samples: SampleSet) -> list[_Counts]:
+    rows = samples.con.execute(
         f"""
         SELECT run,
                coalesce(tier, '{DEFAULT_LABEL}') AS tier,
@@ -177,15 +205,39 @@ def _point_counts(samples: SampleSet) -> pd.DataFrame:
         GROUP BY ALL
         ORDER BY run, tier, task, point
         """
-    ).df()
+    ).fetchall()
+    return [
+        _Counts(
+            str(r[0]),
+            str(r[1]),
+            str(r[2]),
+            str(r[3]),
+            int(r[4]),
+            int(r[5]),
+            float(r[6]),
+            int(r[7]),
+            int(r[8]),
+            int(r[9]),
+            float(r[10]),
+            int(r[11]),
+        )
+        for r in rows
+    ]
 
 
 def _opt(x: float) -> float | None:
-    return None if x is None or not math.isfinite(x) else float(x)
+    return None if not math.isfinite(x) else float(x)
 
 
 def _tier_key(tier: str) -> tuple[int, str]:
     return (_TIER_ORDER.index(tier), "") if tier in _TIER_ORDER else (len(_TIER_ORDER), tier)
+
+
+def _group(items: list[_Counts], key: str) -> dict[str, list[_Counts]]:
+    out: dict[str, list[_Counts]] = {}
+    for item in items:
+        out.setdefault(getattr(item, key), []).append(item)
+    return out
 
 
 @register
@@ -202,70 +254,64 @@ class ReasonScore(Scheme):
             raise InputError(f"--z must be a positive number, got {z}")
         counts = _point_counts(samples)
         result = ReasonScoreResult(scheme=self.name, parameters={"z": z}, origin=samples.origin)
-        if counts.empty or int(counts["total"].sum()) == 0:
+        if sum(c.total for c in counts) == 0:
             raise DataError(
                 f"nothing to score in {samples.origin}: reasonscore needs samples with `correct`",
                 hint="Each sample needs `correct` (true/false), and ideally `tier`, `point`, "
                 "`guess_chance`, `truncated` and `tokens_out`.",
             )
         self._add_notes(result, counts)
-        adj_s = counts["correct"].to_numpy(float) - counts["guess_sum"].to_numpy(float)
-        adj_n = counts["total"].to_numpy(float) - counts["guess_sum"].to_numpy(float)
-        center, margin = wilson_interval(adj_s, adj_n, z=z)
-        total = counts["total"].to_numpy(float)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            trunc = np.where(total > 0, counts["truncated"].to_numpy(float) / total, np.nan)
-        counts = counts.assign(adj_s=adj_s, adj_n=adj_n, center=center, margin=margin, trunc=trunc)
-        for run_name, run_rows in counts.groupby("run", sort=True):
-            result.runs[str(run_name)] = self._score_run(str(run_name), run_rows, z, result.notes)
+        for run_name, run_rows in sorted(_group(counts, "run").items()):
+            result.runs[run_name] = self._score_run(run_name, run_rows, z, result.notes)
         return result
 
     @staticmethod
-    def _add_notes(result: ReasonScoreResult, counts: pd.DataFrame) -> None:
-        missing = int(counts["missing"].sum())
+    def _add_notes(result: ReasonScoreResult, counts: list[_Counts]) -> None:
+        missing = sum(c.missing for c in counts)
         if missing:
             result.notes.append(
                 f"{missing} sample(s) without `correct` were not scored (counted as missing)"
             )
-        no_guess = int(counts["no_guess"].sum())
+        no_guess = sum(c.no_guess for c in counts)
         if no_guess:
             result.notes.append(
                 f"{no_guess} sample(s) without `guess_chance`: no guessing correction applied"
             )
         task_sets = {
-            run: frozenset(zip(rows["tier"], rows["task"], strict=True))
-            for run, rows in counts.groupby("run")
+            run: frozenset((c.tier, c.task) for c in rows)
+            for run, rows in _group(counts, "run").items()
         }
         if len(set(task_sets.values())) > 1:
             result.notes.append(
                 "runs do not cover the same (tier, task) pairs: their scores are not comparable"
             )
 
-    def _score_run(self, run: str, rows: pd.DataFrame, z: float, notes: list[str]) -> RunScore:
+    def _score_run(self, run: str, rows: list[_Counts], z: float, notes: list[str]) -> RunScore:
         tiers: dict[str, TierScore] = {}
-        for tier_name in sorted(rows["tier"].unique(), key=_tier_key):
-            tier_rows = rows[rows["tier"] == tier_name]
+        by_tier = _group(rows, "tier")
+        for tier_name in sorted(by_tier, key=_tier_key):
+            tier_rows = by_tier[tier_name]
             tasks = {
-                str(task): self._score_task(str(task), task_rows, z)
-                for task, task_rows in tier_rows.groupby("task", sort=True)
+                task: _score_task(task, task_rows, z)
+                for task, task_rows in sorted(_group(tier_rows, "task").items())
             }
-            task_scores = [t.score for t in tasks.values()]
-            if any(s is None for s in task_scores):
+            defined = [t.score for t in tasks.values() if t.score is not None]
+            tier_score: float | None = None
+            if len(defined) == len(tasks):
+                tier_score = 1000.0 * geometric_mean(defined)
+            else:
                 undefined = [t.task for t in tasks.values() if t.score is None]
                 notes.append(
                     f"{run}/{tier_name}: no trials above chance in {', '.join(undefined)}; "
                     "the tier score is undefined"
                 )
-                tier_score = None
-            else:
-                tier_score = 1000.0 * float(geometric_mean([s for s in task_scores if s is not None]))
-            tokens_n = int(tier_rows["tokens_n"].sum())
-            avg_tokens = float(tier_rows["tokens_sum"].sum()) / tokens_n if tokens_n else None
-            tiers[str(tier_name)] = TierScore(str(tier_name), tier_score, avg_tokens, tasks)
-        scores = [t.score for t in tiers.values()]
-        tokens = [t.avg_tokens for t in tiers.values()]
-        avg_score = None if any(s is None for s in scores) else float(np.mean(scores))
-        avg_tokens = None if any(t is None for t in tokens) else float(np.mean(tokens))
+            tokens_n = sum(c.tokens_n for c in tier_rows)
+            avg_tokens = sum(c.tokens_sum for c in tier_rows) / tokens_n if tokens_n else None
+            tiers[tier_name] = TierScore(tier_name, tier_score, avg_tokens, tasks)
+        scores = [t.score for t in tiers.values() if t.score is not None]
+        tokens = [t.avg_tokens for t in tiers.values() if t.avg_tokens is not None]
+        avg_score = sum(scores) / len(scores) if len(scores) == len(tiers) else None
+        avg_tokens = sum(tokens) / len(tokens) if len(tokens) == len(tiers) else None
         if avg_tokens is None:
             notes.append(f"{run}: some tier has no `tokens_out`; score/token is undefined")
         per_token = None
@@ -276,50 +322,56 @@ class ReasonScore(Scheme):
                 notes.append(f"{run}: mean output tokens is 0; score/token is undefined")
         return RunScore(
             run=run,
-            samples=int(rows["total"].sum()),
-            missing=int(rows["missing"].sum()),
+            samples=sum(c.total for c in rows),
+            missing=sum(c.missing for c in rows),
             avg_score=avg_score,
             avg_tokens=avg_tokens,
             score_per_token=per_token,
             tiers=tiers,
         )
 
-    @staticmethod
-    def _score_task(task: str, rows: pd.DataFrame, z: float) -> TaskScore:
-        points = [
-            PointScore(
-                point=str(r.point),
-                total=int(r.total),
-                correct=int(r.correct),
-                guess_sum=float(r.guess_sum),
-                truncated=int(r.truncated),
-                missing=int(r.missing),
-                adjusted_successes=float(r.adj_s),
-                adjusted_trials=float(r.adj_n),
-                center=_opt(r.center),
-                margin=_opt(r.margin),
-                truncated_ratio=_opt(r.trunc),
-                score=_opt(r.center + r.margin - r.trunc),
-            )
-            for r in rows.itertuples(index=False)
-        ]
-        adj_s = float(rows["adj_s"].sum())
-        adj_n = float(rows["adj_n"].sum())
-        total = int(rows["total"].sum())
-        truncated = int(rows["truncated"].sum())
-        center, margin = wilson_interval(adj_s, adj_n, z=z)
-        trunc = truncated / total if total else math.nan
-        raw = _opt(float(center) + float(margin) - trunc)
-        return TaskScore(
-            task=task,
-            total=total,
-            truncated=truncated,
-            adjusted_successes=adj_s,
-            adjusted_trials=adj_n,
-            center=_opt(float(center)),
-            margin=_opt(float(margin)),
-            truncated_ratio=_opt(trunc),
-            raw_score=raw,
-            score=None if raw is None else max(TASK_FLOOR, raw),
-            points=points,
-        )
+
+def _score_point(c: _Counts, z: float) -> PointScore:
+    adj_s = c.correct - c.guess_sum
+    adj_n = c.total - c.guess_sum
+    center, margin = wilson_interval(adj_s, adj_n, z=z)
+    trunc = c.truncated / c.total if c.total else math.nan
+    return PointScore(
+        point=c.point,
+        total=c.total,
+        correct=c.correct,
+        guess_sum=c.guess_sum,
+        truncated=c.truncated,
+        missing=c.missing,
+        adjusted_successes=adj_s,
+        adjusted_trials=adj_n,
+        center=_opt(center),
+        margin=_opt(margin),
+        truncated_ratio=_opt(trunc),
+        score=_opt(center + margin - trunc),
+    )
+
+
+def _score_task(task: str, rows: list[_Counts], z: float) -> TaskScore:
+    points = [_score_point(c, z) for c in rows]
+    # adjusted counts are summed as they are; Wilson clips them into [0, adj_n] itself
+    adj_s = sum(p.adjusted_successes for p in points)
+    adj_n = sum(p.adjusted_trials for p in points)
+    total = sum(c.total for c in rows)
+    truncated = sum(c.truncated for c in rows)
+    center, margin = wilson_interval(adj_s, adj_n, z=z)
+    trunc = truncated / total if total else math.nan
+    raw = _opt(center + margin - trunc)
+    return TaskScore(
+        task=task,
+        total=total,
+        truncated=truncated,
+        adjusted_successes=adj_s,
+        adjusted_trials=adj_n,
+        center=_opt(center),
+        margin=_opt(margin),
+        truncated_ratio=_opt(trunc),
+        raw_score=raw,
+        score=None if raw is None else max(TASK_FLOOR, raw),
+        points=points,
+    )

@@ -155,22 +155,34 @@ def _validate(
 def _units(x: FloatArray, codes: npt.NDArray[np.intp] | None) -> tuple[FloatArray, FloatArray]:
     if codes is None:
         return x, np.ones_like(x)
-    return np.bincount(codes, weights=x), np.bincount(codes).astype(float)
+    sums = np.bincount(codes, weights=x).astype(np.float64)
+    return sums, np.bincount(codes).astype(np.float64)
 
 
 def _distinct(sums: FloatArray, sizes: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Distinct (sum, size) pairs and their multiplicities, most frequent first."""
+    """Distinct (sum, size) pairs and their multiplicities, in order of first occurrence.
+
+    First-occurrence order does not depend on the values themselves, so negating the data
+    (swapping control and treatment) gives the mirror-image distribution for the same seed.
+    """
     if np.all(sizes == 1.0) and np.all(sums == np.round(sums)):
         lo, hi = sums.min(), sums.max()
         if hi - lo < 1_000_000:  # small integer range: counting sort in O(n)
-            counts = np.bincount((sums - lo).astype(np.int64))
+            codes = (sums - lo).astype(np.int64)
+            counts = np.bincount(codes)
             values = np.flatnonzero(counts)
-            mult = counts[values].astype(float)
-            order = np.argsort(-mult, kind="stable")
-            return (values[order] + lo).astype(float), np.ones(values.size), mult[order]
-    pairs, mult_int = np.unique(np.column_stack([sums, sizes]), axis=0, return_counts=True)
-    order = np.argsort(-mult_int, kind="stable")
-    return pairs[order, 0], pairs[order, 1], mult_int[order].astype(float)
+            if values.size <= 64:  # a few linear scans beat a sort
+                first = np.array([np.argmax(codes == v) for v in values])
+            else:
+                first = np.unique(codes, return_index=True)[1]
+            order = np.argsort(first, kind="stable")
+            mult = counts[values].astype(np.float64)
+            return (values[order] + lo).astype(np.float64), np.ones(values.size), mult[order]
+    pairs, first, mult_int = np.unique(
+        np.column_stack([sums, sizes]), axis=0, return_index=True, return_counts=True
+    )
+    order = np.argsort(first, kind="stable")
+    return pairs[order, 0], pairs[order, 1], mult_int[order].astype(np.float64)
 
 
 def _counting_draws(
