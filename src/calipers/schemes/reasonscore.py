@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from calipers.data.source import SampleSet
+
+if TYPE_CHECKING:
+    import pandas as pd
 from calipers.errors import DataError, InputError
 from calipers.schemes.base import Scheme, SchemeResult
 from calipers.schemes.registry import register
@@ -137,6 +138,8 @@ class ReasonScoreResult(SchemeResult):
 
     def to_frame(self, level: str = "task") -> pd.DataFrame:
         """Levels: "run", "tier", "task", "point"."""
+        import pandas as pd  # lazily: only for callers who want a DataFrame
+
         rows: list[dict[str, Any]] = []
         for r in self.runs.values():
             if level == "run":

@@ -16,7 +16,6 @@ from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy.stats import norm
 
 from calipers.errors import InputError
 from calipers.stats._rng import resolve_rng
@@ -271,6 +270,8 @@ def _bca_quantiles(
 ) -> tuple[float, float]:
     """Bias-corrected and accelerated quantile levels (Efron 1987), with the jackknife over units
     computed in O(k) from the distinct units and their multiplicities."""
+    from scipy.stats import norm  # lazily: scipy.stats costs a second to import
+
     if np.ptp(dist) == 0:
         return alpha / 2, 1 - alpha / 2
     z0 = norm.ppf(np.mean(dist < estimate))

@@ -6,7 +6,6 @@ from typing import overload
 
 import numpy as np
 import numpy.typing as npt
-from scipy.stats import norm
 
 from calipers.errors import InputError
 
@@ -17,6 +16,8 @@ def z_from_confidence(level: float) -> float:
     """Two-sided normal quantile for a confidence level: 0.95 → 1.959963…"""
     if not 0.0 < level < 1.0:
         raise InputError(f"confidence level must be in (0, 1), got {level}")
+    from scipy.stats import norm  # lazily: scipy.stats costs a second to import
+
     return float(norm.ppf(0.5 + level / 2.0))
 
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import math
 
-from scipy.stats import norm
-
 from calipers.errors import InputError
 
 
 def _z_sum(alpha: float, power: float) -> float:
     if not 0 < alpha < 1 or not 0 < power < 1:
         raise InputError(f"need 0 < alpha < 1 and 0 < power < 1, got {alpha}, {power}")
+    from scipy.stats import norm  # lazily: scipy.stats costs a second to import
+
     return float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
 
 
