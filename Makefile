@@ -26,7 +26,9 @@ test: lint typecheck
 	$(BIN)/pytest -q
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/python benchmarks/bench_bootstrap.py
+	test -f benchmarks/data/samples_1m.jsonl || $(BIN)/python benchmarks/gen_samples.py
+	$(BIN)/python benchmarks/bench_import.py
 
 clean:
 	rm -rf $(VENV) .calipers .pytest_cache .mypy_cache .ruff_cache

@@ -54,7 +54,7 @@ class SimulatedModel:
 DEMO_MODELS = (
     SimulatedModel("atlas-large", ability=3.2, verbosity=1400.0, cost_per_1k_tokens=0.015),
     SimulatedModel("atlas-small", ability=2.1, verbosity=700.0, cost_per_1k_tokens=0.002),
-    SimulatedModel("borealis-think", ability=3.6, verbosity=2600.0, cost_per_1k_tokens=0.010),
+    SimulatedModel("borealis-think", ability=3.6, verbosity=1900.0, cost_per_1k_tokens=0.010),
     SimulatedModel("cirrus-mini", ability=1.2, verbosity=500.0, cost_per_1k_tokens=0.0005),
 )
 
