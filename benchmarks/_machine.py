@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -26,10 +27,8 @@ def machine() -> dict[str, Any]:
     except OSError:
         pass
     mem_gb = None
-    try:
+    with contextlib.suppress(ValueError, OSError):
         mem_gb = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
-    except (ValueError, OSError):
-        pass
     return {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "platform": platform.platform(),

@@ -1,4 +1,4 @@
-"""Paired bootstrap: calipers' counting algorithm against scipy.stats.bootstrap, same data, same run.
+"""Paired bootstrap: calipers' counting algorithm against scipy.stats.bootstrap, in one run.
 
     .venv/bin/python benchmarks/bench_bootstrap.py
 
@@ -16,9 +16,8 @@ import numpy as np
 from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _machine import save  # noqa: E402
-
-from calipers.stats import paired_bootstrap  # noqa: E402
+from _machine import save
+from calipers.stats import paired_bootstrap
 
 
 def best_of(fn, repeats: int) -> tuple[float, object]:  # type: ignore[no-untyped-def]
@@ -40,8 +39,13 @@ def main() -> None:
     ours_s, ours = best_of(lambda: paired_bootstrap(c, t, n_resamples=10_000, rng=1), 20)
     scipy_s, ref = best_of(
         lambda: stats.bootstrap(
-            (c, t), lambda a, b, axis: np.mean(b - a, axis=axis), paired=True, vectorized=True,
-            n_resamples=10_000, method="percentile", random_state=np.random.default_rng(2),
+            (c, t),
+            lambda a, b, axis: np.mean(b - a, axis=axis),
+            paired=True,
+            vectorized=True,
+            n_resamples=10_000,
+            method="percentile",
+            random_state=np.random.default_rng(2),
         ),
         3,
     )
@@ -65,12 +69,16 @@ def main() -> None:
     }
     path = save("bootstrap", body)
     print("| case | calipers | scipy | ratio |\n|---|---|---|---|")
-    print(f"| 10,000 pairs × 10,000 resamples | {ours_s * 1e3:.2f} ms | {scipy_s:.2f} s "
-          f"| {scipy_s / ours_s:,.0f}× |")
+    print(
+        f"| 10,000 pairs × 10,000 resamples | {ours_s * 1e3:.2f} ms | {scipy_s:.2f} s "
+        f"| {scipy_s / ours_s:,.0f}× |"
+    )
     print(f"| 1,000,000 pairs × 10,000 resamples | {big_s * 1e3:.1f} ms | — | — |")
-    print(f"intervals: calipers [{ours.low:.5f}, {ours.high:.5f}]  "  # type: ignore[attr-defined]
-          f"scipy [{ref.confidence_interval.low:.5f}, {ref.confidence_interval.high:.5f}]  "  # type: ignore[attr-defined]
-          f"(Monte Carlo SE of an endpoint ≈ {mc_se:.5f})")
+    print(
+        f"intervals: calipers [{ours.low:.5f}, {ours.high:.5f}]  "  # type: ignore[attr-defined]
+        f"scipy [{ref.confidence_interval.low:.5f}, {ref.confidence_interval.high:.5f}]  "  # type: ignore[attr-defined]
+        f"(Monte Carlo SE of an endpoint ≈ {mc_se:.5f})"
+    )
     print(f"→ {path}")
 
 

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _machine import save  # noqa: E402
+from _machine import save
 
 CHILD = r"""
 import json, resource, sys, time
@@ -47,13 +47,18 @@ else:
                       "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
     sys.exit(0)
 elapsed = time.perf_counter() - start
-print(json.dumps({"s": elapsed, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"s": elapsed, "rss_mb": rss_mb}))
 """
 
 
 def child(which: str, data: Path, db: Path) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", CHILD, which, str(data), str(db)],
-                         check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, which, str(data), str(db)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
@@ -85,8 +90,10 @@ def main() -> None:
     print(f"| DuckDB read_json → table | {duck['s']:.2f} s | {duck['rss_mb']:.0f} MB |")
     print(f"| calipers import (validated) | {ours['s']:.2f} s | {ours['rss_mb']:.0f} MB |")
     print(f"| ratio | {body['ratio']:.2f}× | |")
-    print(f"| reasonscore over the store | {score['best_s']:.3f} s best of 5, "
-          f"{score['first_s']:.3f} s first call | |")
+    print(
+        f"| reasonscore over the store | {score['best_s']:.3f} s best of 5, "
+        f"{score['first_s']:.3f} s first call | |"
+    )
     print(f"→ {path}")
 
 

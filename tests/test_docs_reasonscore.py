@@ -46,13 +46,27 @@ def test_cli_json_report_has_the_documented_fields(capsys: pytest.CaptureFixture
     tier = run["tiers"]["hard"]
     assert set(tier) == {"score", "avg_tokens", "tasks"}
     task = tier["tasks"]["dates"]
-    assert set(task) >= {"score", "center", "margin", "truncated_ratio", "adjusted_successes",
-                         "adjusted_trials", "points"}
-    assert set(task["points"][0]) >= {"adjusted_successes", "adjusted_trials", "center",
-                                      "margin", "truncated_ratio", "score"}
+    assert set(task) >= {
+        "score",
+        "center",
+        "margin",
+        "truncated_ratio",
+        "adjusted_successes",
+        "adjusted_trials",
+        "points",
+    }
+    assert set(task["points"][0]) >= {
+        "adjusted_successes",
+        "adjusted_trials",
+        "center",
+        "margin",
+        "truncated_ratio",
+        "score",
+    }
     assert 0.01 <= task["score"] <= 1
     assert run["score_per_token"] == pytest.approx(
-        (run["tiers"]["easy"]["score"] + tier["score"]) / 2
+        (run["tiers"]["easy"]["score"] + tier["score"])
+        / 2
         / ((run["tiers"]["easy"]["avg_tokens"] + tier["avg_tokens"]) / 2)
     )
 

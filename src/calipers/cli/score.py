@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from calipers.cli.data import print_warnings
 from calipers.cli.main import cli, db_option, stdout_console
 from calipers.data.source import open_samples
 from calipers.errors import InputError
@@ -21,6 +22,7 @@ def score_samples(
 ) -> SchemeResult:
     """The one library call behind `score` and `leaderboard`."""
     samples = open_samples(source, db=db, run=run)
+    print_warnings(samples.warnings)
     return get_scheme(scheme).score(samples, **options)
 
 
