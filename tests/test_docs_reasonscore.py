@@ -79,3 +79,38 @@ def test_leaderboard_and_file_output(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert printed.index("beta") < printed.index("alpha")
     assert json.loads(out.read_text())["ranking"] == ["beta", "alpha"]
     assert main(["leaderboard", str(data), "--scheme", "rubric"]) == 1
+
+
+def test_reports_validate_against_the_published_schema(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    assert main(["schema", "--report", "reasonscore"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    data = ROOT / "docs" / "examples" / "reasonscore.jsonl"
+    assert main(["score", str(data), "--scheme", "reasonscore", "--json", "-"]) == 0
+    jsonschema.validate(json.loads(capsys.readouterr().out), schema)
+    # a report with undefined scores (certain guesses) still validates: nulls, not zeros
+    certain = tmp_path / "certain.jsonl"
+    certain.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "run": "m",
+                    "task": "coin",
+                    "sample_id": str(i),
+                    "correct": i % 2 == 0,
+                    "guess_chance": 1.0,
+                    "tokens_out": 5,
+                }
+            )
+            + "\n"
+            for i in range(6)
+        )
+    )
+    assert main(["score", str(certain), "--scheme", "reasonscore", "--json", "-"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    jsonschema.validate(report, schema)
+    assert report["runs"]["m"]["score_per_token"] is None
+    assert main(["schema", "--report", "nope"]) == 1

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from calipers.cli.main import cli, db_option, stderr_console, stdout_console
 from calipers.data.store import Store, describe_runs
+from calipers.errors import InputError
 
 
 def print_warnings(warnings: list[str]) -> None:
@@ -95,7 +96,20 @@ def export(out: Path, fmt: str | None, runs_: tuple[str, ...], db: Path) -> None
 
 
 @cli.command()
-def schema() -> None:
-    """Print the JSON Schema of one sample."""
-    text = resources.files("calipers.data").joinpath("sample.schema.json").read_text("utf-8")
+@click.option(
+    "--report",
+    "report",
+    default=None,
+    metavar="SCHEME",
+    help="Print the schema of SCHEME's JSON report instead (e.g. reasonscore).",
+)
+def schema(report: str | None) -> None:
+    """Print the JSON Schema of one sample (or of a scheme's JSON report)."""
+    if report is None:
+        text = resources.files("calipers.data").joinpath("sample.schema.json").read_text("utf-8")
+    else:
+        found = resources.files("calipers.report.schemas").joinpath(f"{report}.schema.json")
+        if not found.is_file():
+            raise InputError(f"no report schema for '{report}'", hint="Try --report reasonscore.")
+        text = found.read_text("utf-8")
     sys.stdout.write(text)

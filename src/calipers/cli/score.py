@@ -30,7 +30,12 @@ def score_samples(
 @click.argument("file", required=False, type=click.Path(path_type=Path))
 @click.option("--scheme", "scheme", required=True, help="Scoring scheme (see `calipers schemes`).")
 @click.option("--z", type=float, default=None, help="Wilson z (reasonscore; default 1.96).")
-@click.option("--run", "run", default=None, help="Run name for a FILE whose samples lack one.")
+@click.option(
+    "--run",
+    "run",
+    default=None,
+    help="With FILE: the run name of its samples (overrides theirs). Without: score only this run.",
+)
 @click.option("--tasks", "show_tasks", is_flag=True, help="Also print per-task scores.")
 @click.option("--json", "json_out", default=None, metavar="PATH|-", help="Write the JSON report.")
 @click.option("-q", "--quiet", is_flag=True, help="No terminal tables.")
