@@ -14,6 +14,7 @@ from typing import Any
 from calipers.data.model import FIELD_BY_NAME, FIELDS, KEY
 from calipers.errors import Problem
 
+BOOLEAN_WORDS = frozenset({"true", "false", "t", "f", "1", "0", "yes", "no"})
 NONNEGATIVE = ("epoch", "tokens_in", "tokens_out", "cost_usd", "latency_s", "tool_calls", "steps")
 _INT_TYPES = ("INTEGER", "BIGINT")
 _ASSERTION = {
@@ -73,7 +74,9 @@ def _type_ok(kind: str, v: Any) -> bool:
         return _is_number(v) and math.isfinite(v) and float(v).is_integer()
     if kind == "DOUBLE":
         return _is_number(v)
-    if kind == "BOOLEAN":
+    if kind == "BOOLEAN":  # as lenient as DuckDB's reader, so both paths agree
+        if isinstance(v, str):
+            return v.strip().lower() in BOOLEAN_WORDS
         return isinstance(v, bool) or (isinstance(v, int) and v in (0, 1))
     if kind == "VARCHAR[]":
         return isinstance(v, list) and all(isinstance(x, str) for x in v)
