@@ -37,6 +37,7 @@ CASES: dict[str, tuple[int | None, str | None, str]] = {
     "missing_column.csv": (1, "task", "missing required column"),
     "csv_wrong_type.csv": (3, "correct", "wrong type"),
     "csv_negative_cost.csv": (3, "cost_usd", "negative"),
+    "csv_nan_and_inf.csv": (3, "latency_s", "finite"),
 }
 
 

@@ -139,3 +139,11 @@ def test_cli_runs_and_export(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert main(["export", str(tmp_path / "o.parquet"), "--db", db, "--run", "m"]) == 0
     assert main(["export", str(tmp_path / "o.parquet"), "--db", db, "--run", "zz"]) == 2
     assert not list(tmp_path.glob(".o.parquet.*"))  # no temp file left behind
+
+
+def test_gzipped_json_lines(tmp_path: Path) -> None:
+    import gzip
+
+    packed = tmp_path / "small.jsonl.gz"
+    packed.write_bytes(gzip.compress((GOOD / "small.jsonl").read_bytes()))
+    assert calipers.load(packed).num_rows == 5
