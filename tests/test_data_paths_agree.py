@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from calipers.data import readers
+from calipers.data import diagnose
 from calipers.data.readers import stage_file
 from calipers.data.validate import RecordChecker
 from calipers.errors import ValidationError
@@ -45,7 +45,7 @@ def test_lenient_input_passes_both_paths(name: str, tmp_path: Path) -> None:
         for i, line in enumerate(path.read_text().splitlines(), start=1):
             assert checker.check(json.loads(line), i) == []
     else:
-        assert readers._diagnose_csv(path, checker) == []
+        assert diagnose._diagnose_csv(path, checker) == []
 
 
 @pytest.mark.parametrize(
@@ -58,6 +58,6 @@ def test_fast_path_alone_rejects_every_bad_fixture(
     def no_diagnosis(path: Path, kind: str, run: str | None, *, fallback: str) -> None:
         raise ValidationError([])
 
-    monkeypatch.setattr(readers, "_raise_diagnosis", no_diagnosis)
+    monkeypatch.setattr(diagnose, "raise_diagnosis", no_diagnosis)
     with pytest.raises(ValidationError):
         stage_file(duckdb.connect(), BAD / name, "t")

@@ -1,26 +1,26 @@
 """Read sample files (JSON Lines, CSV, Parquet) into a DuckDB table of the model's typed columns.
 
-Fast path: DuckDB parses the file with the model's types and one SQL query checks every rule.
-Only when either fails does a Python pass re-read the file to report every problem with its line
-(or row) and field; that pass (`validate.RecordChecker`) is the precise definition of validity.
+Fast path (here): DuckDB parses the file with the model's types and one SQL query checks every
+rule. Only when either fails does the diagnostic pass (`diagnose.py`) re-read the file to report
+every problem with its line (or row) and field; its per-record checks (`validate.RecordChecker`)
+are the precise definition of validity.
 """
 
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
 
 import duckdb
 
+from calipers.data import diagnose
+from calipers.data.files import open_bytes, sql_literal
 from calipers.data.model import FIELDS, KEY
-from calipers.data.source import arrow_table, scalar
-from calipers.data.validate import FLAT_FIELDS, NONNEGATIVE, RecordChecker, describe
+from calipers.data.source import scalar
+from calipers.data.validate import FLAT_FIELDS, NONNEGATIVE
 from calipers.errors import InputError, Problem, ValidationError
 
 FORMATS = {
@@ -32,8 +32,6 @@ FORMATS = {
     ".pq": "parquet",
 }
 _UNKNOWN_SCAN_LINES = 1000
-_CSV_TRUE = {"true", "t", "1", "yes"}
-_CSV_FALSE = {"false", "f", "0", "no"}
 
 
 @dataclass
@@ -43,10 +41,6 @@ class StagedFile:
     table: str
     rows: int
     warnings: list[str] = field(default_factory=list)
-
-
-def sql_literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def detect_format(path: Path, fmt: str = "auto") -> str:
@@ -124,7 +118,7 @@ def stage_file(
         con.execute(f"CREATE TEMP TABLE {table} AS {select}")
     except duckdb.Error as exc:
         con.execute(f"DROP TABLE IF EXISTS {table}")
-        _raise_diagnosis(path, kind, run, fallback=f"DuckDB could not read it: {exc}")
+        diagnose.raise_diagnosis(path, kind, run, fallback=f"DuckDB could not read it: {exc}")
     rows = _count(con, table)
     if rows == 0:
         con.execute(f"DROP TABLE {table}")
@@ -142,7 +136,9 @@ def stage_file(
     flagged = _sql_violations(con, table)
     if flagged:
         con.execute(f"DROP TABLE {table}")
-        _raise_diagnosis(path, kind, run, fallback=f"{flagged} row(s) break the sample rules")
+        diagnose.raise_diagnosis(
+            path, kind, run, fallback=f"{flagged} row(s) break the sample rules"
+        )
     return StagedFile(path, kind, table, rows, warnings)
 
 
@@ -174,17 +170,11 @@ def _jsonl_select(path: Path, run: str | None) -> str:
     )
 
 
-def _open_text(path: Path) -> IO[bytes]:
-    if path.suffix.lower() == ".gz":
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    return path.open("rb")
-
-
 def _jsonl_unknown_fields(path: Path) -> list[str]:
     """Unknown top-level fields in the first lines (the full list comes with any error)."""
     known = {f.name for f in FIELDS}
     unknown: dict[str, int] = {}
-    with _open_text(path) as fh:
+    with open_bytes(path) as fh:
         for i, raw in enumerate(fh, start=1):
             if i > _UNKNOWN_SCAN_LINES:
                 break
@@ -203,7 +193,7 @@ def _jsonl_unknown_fields(path: Path) -> list[str]:
 
 
 def _csv_header(path: Path) -> list[str]:
-    with _open_text(path) as fh:
+    with open_bytes(path) as fh:
         text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
         try:
             return next(csv.reader(text))
@@ -351,189 +341,3 @@ def _sql_violations(con: duckdb.DuckDBPyConnection, table: str) -> int:
         "HAVING count(*) > 1)",
     )
     return bad + dup
-
-
-# ------------------------------------------------------- diagnostic path: every problem, located
-
-
-def _raise_diagnosis(path: Path, kind: str, run: str | None, *, fallback: str) -> None:
-    checker = RecordChecker(str(path), run_override=run)
-    if kind == "jsonl":
-        problems = _diagnose_jsonl(path, checker)
-    elif kind == "csv":
-        problems = _diagnose_csv(path, checker)
-    else:
-        problems = _diagnose_parquet(path, checker)
-    if not problems:  # the fast path saw something the precise pass cannot place
-        problems = [Problem(fallback, file=str(path))]
-    raise ValidationError(problems)
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"duplicate field '{k}' in one object")
-        out[k] = v
-    return out
-
-
-def _diagnose_jsonl(path: Path, checker: RecordChecker) -> list[Problem]:
-    problems: list[Problem] = []
-    name = str(path)
-    with _open_text(path) as fh:
-        for line, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                problems.append(
-                    Problem(
-                        "not UTF-8 text",
-                        file=name,
-                        line=line,
-                        expected="UTF-8",
-                        got=f"byte 0x{raw[exc.start]:02x} at column {exc.start + 1}",
-                    )
-                )
-                continue
-            try:
-                obj = json.loads(text, object_pairs_hook=_no_duplicate_keys)
-            except json.JSONDecodeError as exc:
-                problems.append(
-                    Problem(
-                        f"invalid JSON: {exc.msg} at column {exc.colno}",
-                        file=name,
-                        line=line,
-                        expected="one JSON object per line",
-                        got=describe(text.strip()),
-                    )
-                )
-                continue
-            except ValueError as exc:
-                problems.append(Problem(str(exc), file=name, line=line))
-                continue
-            problems.extend(checker.check(obj, line))
-    return problems
-
-
-def _csv_value(kind: str, text: str) -> Any:
-    if text == "":
-        return None
-    try:
-        if kind in ("INTEGER", "BIGINT"):
-            number = float(text)
-            return int(number) if math.isfinite(number) and number.is_integer() else number
-        if kind == "DOUBLE":
-            return float(text)
-    except ValueError:
-        return text
-    if kind == "BOOLEAN":
-        low = text.strip().lower()
-        return True if low in _CSV_TRUE else False if low in _CSV_FALSE else text
-    return text
-
-
-def _diagnose_csv(path: Path, checker: RecordChecker) -> list[Problem]:
-    types = {f.name: f.duckdb_type for f in FLAT_FIELDS}
-    problems: list[Problem] = []
-    with _open_text(path) as fh:
-        text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
-        reader = csv.reader(text)
-        try:
-            header = next(reader)
-            for row in reader:
-                line = reader.line_num
-                if len(row) != len(header):
-                    problems.append(
-                        Problem(
-                            "wrong number of columns",
-                            file=str(path),
-                            line=line,
-                            expected=f"{len(header)} columns",
-                            got=f"{len(row)}",
-                        )
-                    )
-                    continue
-                rec: dict[str, Any] = {}
-                scores: dict[str, Any] = {}
-                for col, value in zip(header, row, strict=True):
-                    if col.startswith("scores."):
-                        scores[col[7:]] = _csv_value("DOUBLE", value)
-                    elif col in types:
-                        rec[col] = _csv_value(types[col], value)
-                if scores:
-                    rec["scores"] = scores
-                problems.extend(checker.check(rec, line))
-        except UnicodeDecodeError as exc:
-            problems.append(
-                Problem(
-                    "not UTF-8 text",
-                    file=str(path),
-                    line=reader.line_num + 1,
-                    expected="UTF-8",
-                    got=str(exc.reason),
-                )
-            )
-        except csv.Error as exc:
-            problems.append(Problem(f"malformed CSV: {exc}", file=str(path), line=reader.line_num))
-    return problems
-
-
-def _diagnose_parquet(path: Path, checker: RecordChecker) -> list[Problem]:
-    con = duckdb.connect()
-    source = f"read_parquet({sql_literal(str(path))}, file_row_number=true)"
-    try:
-        described = con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()
-    except duckdb.Error as exc:
-        return [
-            Problem(
-                f"not a readable Parquet file: {exc}".splitlines()[0],
-                file=str(path),
-                expected="a Parquet file",
-                got="unreadable bytes",
-            )
-        ]
-    types = {f.name: f.duckdb_type for f in FIELDS}
-    problems: list[Problem] = []
-    for col, col_type, *_ in described:
-        if col not in types:
-            continue
-        want = types[col]
-        bad = con.execute(
-            f'SELECT file_row_number, "{col}"::VARCHAR FROM {source} WHERE "{col}" IS NOT NULL '
-            f'AND TRY_CAST("{col}" AS {want}) IS NULL ORDER BY 1'
-        ).fetchall()
-        if bad:
-            row, value = bad[0]
-            problems.append(
-                Problem(
-                    f"column type {col_type} cannot hold this field ({len(bad)} row(s) fail)",
-                    file=str(path),
-                    line=int(row) + 1,
-                    field=col,
-                    unit="row",
-                    expected=want,
-                    got=describe(value),
-                )
-            )
-    if problems:
-        return problems
-    table = arrow_table(con.sql(f"SELECT * EXCLUDE (file_row_number) FROM {source}"))
-    for i, rec in enumerate(table.to_pylist(), start=1):
-        if isinstance(rec.get("scores"), list):  # Arrow maps arrive as (key, value) pairs
-            rec["scores"] = dict(rec["scores"])
-        for p in checker.check(rec, i):
-            problems.append(
-                Problem(
-                    p.message,
-                    file=p.file,
-                    line=p.line,
-                    field=p.field,
-                    expected=p.expected,
-                    got=p.got,
-                    unit="row",
-                )
-            )
-    return problems

@@ -14,8 +14,9 @@ from typing import Any
 import duckdb
 
 from calipers.data import migrations
+from calipers.data.files import sql_literal
 from calipers.data.model import FIELD_NAMES, FIELDS, KEY
-from calipers.data.readers import StagedFile, sql_literal, stage_file
+from calipers.data.readers import StagedFile, stage_file
 from calipers.data.source import SampleSet, scalar
 from calipers.errors import DataError, InputError, Problem, ValidationError
 
