@@ -81,6 +81,26 @@ def test_migrations_are_recorded_once(tmp_path: Path) -> None:
     assert migrations.pending(con) == []
 
 
+def test_a_store_from_an_older_version_migrates_and_keeps_its_samples(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "old.duckdb"
+    first_two = migrations.MIGRATIONS[:2]
+    monkeypatch.setattr(migrations, "MIGRATIONS", first_two)
+    con = duckdb.connect(str(path))
+    migrations.migrate(con)
+    con.execute("INSERT INTO samples (run, task, sample_id, epoch) VALUES ('old', 't', 's1', 0)")
+    con.close()
+    monkeypatch.undo()
+    with Store(path) as store:
+        assert store.count() == 1
+        store.import_files([GOOD / "small.jsonl"])
+        assert store.count() == 6
+    con = duckdb.connect(str(path))
+    assert migrations.pending(con) == []
+    assert con.execute("SELECT count(tools) FROM samples").fetchall() == [(0,)]
+
+
 def test_load_gives_arrow_pandas_and_polars(tmp_path: Path) -> None:
     table = calipers.load(GOOD / "small.jsonl")
     assert table.num_rows == 5

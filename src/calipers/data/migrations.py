@@ -10,11 +10,12 @@ from datetime import UTC, datetime
 
 import duckdb
 
-from calipers.data.model import FIELDS
+from calipers.data.model import FIELD_BY_NAME, FIELDS
 
 
 def _samples_table() -> str:
-    cols = ",\n    ".join(f"{f.name} {f.duckdb_type}" for f in FIELDS)
+    # Only the columns of the first version: later fields arrive through their own migration.
+    cols = ",\n    ".join(f"{f.name} {f.duckdb_type}" for f in FIELDS if f.since is None)
     return f"CREATE TABLE samples (\n    {cols},\n    source VARCHAR,\n    imported_at TIMESTAMP\n)"
 
 
@@ -27,6 +28,7 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "format VARCHAR, run_override VARCHAR, samples BIGINT, replaced BIGINT)",
         ),
     ),
+    ("0003_tools", (f"ALTER TABLE samples ADD COLUMN tools {FIELD_BY_NAME['tools'].duckdb_type}",)),
 )
 
 

@@ -22,6 +22,7 @@ JUDGMENT_STRUCT = (
     "prompt_hash VARCHAR, repeat INTEGER)"
 )
 HUMAN_STRUCT = "STRUCT(dimension VARCHAR, score DOUBLE)"
+TOOL_STRUCT = "STRUCT(name VARCHAR, input JSON, output VARCHAR)"
 
 _NUM = {"type": "number"}
 _NONNEG_NUM = {"type": "number", "minimum": 0}
@@ -69,6 +70,17 @@ _HUMAN_SCHEMA: dict[str, Any] = {
 }
 
 
+_TOOL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["name"],
+    "properties": {
+        "name": {**_STR, "description": "the tool's name"},
+        "input": {"description": "the arguments it was called with (any JSON)"},
+        "output": _nullable({**_STR, "description": "what it returned, as text"}),
+    },
+}
+
+
 @dataclass(frozen=True)
 class Field:
     """One field of the sample: its store type, JSON Schema, and whether flat files carry it."""
@@ -80,6 +92,7 @@ class Field:
     required: bool = False
     flat: bool = True  # carried by CSV / Parquet columns (nested lists are JSONL-only)
     default: Any = None
+    since: str | None = None  # the migration that added the column (None: the first one)
 
     def json_schema(self) -> dict[str, Any]:
         body = {**self.schema, "description": self.description}
@@ -153,6 +166,14 @@ FIELDS: tuple[Field, ...] = (
         {"type": "array", "items": _HUMAN_SCHEMA},
         "human reference labels",
         flat=False,
+    ),
+    Field(
+        "tools",
+        f"{TOOL_STRUCT}[]",
+        {"type": "array", "items": _TOOL_SCHEMA},
+        "the tool calls made, in order (tools_called, tool_output_contains, … assertions)",
+        flat=False,
+        since="0003_tools",
     ),
     Field(
         "scores",

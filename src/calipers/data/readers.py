@@ -331,6 +331,7 @@ def _sql_violations(con: duckdb.DuckDBPyConnection, table: str) -> int:
         "list_bool_or(list_transform(human, lambda h: h.score IS NULL OR isnan(h.score) "
         "OR isinf(h.score)))"
     )
+    conds.append("list_bool_or(list_transform(tools, lambda t: t.name IS NULL OR t.name = ''))")
     conds.append("list_bool_or(list_transform(map_values(scores), lambda v: isnan(v) OR isinf(v)))")
     where = " OR ".join(f"coalesce({c}, false)" for c in conds[len(KEY) :])
     where = " OR ".join(f"({c})" for c in conds[: len(KEY)]) + " OR " + where

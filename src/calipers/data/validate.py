@@ -40,7 +40,8 @@ _JUDGMENT = {
     "repeat": "INTEGER",
 }
 _HUMAN = {"dimension": "VARCHAR", "score": "DOUBLE"}
-_NESTED = {"assertions": _ASSERTION, "judgments": _JUDGMENT, "human": _HUMAN}
+_TOOL = {"name": "VARCHAR", "input": "JSON", "output": "VARCHAR"}
+_NESTED = {"assertions": _ASSERTION, "judgments": _JUDGMENT, "human": _HUMAN, "tools": _TOOL}
 
 
 def describe(value: Any) -> str:
@@ -338,6 +339,10 @@ def _nested_rules(
                 expected="≥ 0",
                 got=describe(item["repeat"]),
             )
+    elif name == "tools" and not item.get("name"):
+        yield checker.problem(
+            line, f"{where}.name", "a tool call needs a name", expected="a string", got="nothing"
+        )
     elif name == "human" and item.get("score") is None:
         yield checker.problem(
             line, f"{where}.score", "a human label needs a score", expected="a number", got="null"
