@@ -31,6 +31,8 @@ CASES: dict[str, tuple[int | None, str | None, str]] = {
     "bad_judgment_score.jsonl": (1, "judgments[0].score", "outside its scale"),
     "bad_assertion_weight.jsonl": (1, "assertions[0].weight", "positive"),
     "assertion_without_type.jsonl": (1, "assertions[0].type", "needs a type"),
+    "unknown_assertion_type.jsonl": (1, "assertions[1].type", "unknown assertion type 'containz'"),
+    "assertion_layer_conflict.jsonl": (2, "assertions[0].layer", "'cost_max' is a behavior"),
     "nan_in_scores.jsonl": (2, "scores.f1", "finite"),
     "negative_epoch.jsonl": (1, "epoch", "negative"),
     "not_utf8.jsonl": (2, None, "UTF-8"),

@@ -24,6 +24,58 @@ JUDGMENT_STRUCT = (
 HUMAN_STRUCT = "STRUCT(dimension VARCHAR, score DOUBLE)"
 TOOL_STRUCT = "STRUCT(name VARCHAR, input JSON, output VARCHAR)"
 
+# Every assertion type belongs to exactly one layer of the layered scheme (seed 000): fact checks
+# what the output says, behavior how the system got there. The map is exhaustive; a type outside it
+# is an input error wherever it appears.
+FACT_ASSERTIONS = (
+    "contains",
+    "not_contains",
+    "regex",
+    "equals",
+    "not_equals",
+    "contains_all",
+    "contains_any",
+    "json_valid",
+    "json_schema",
+    "semantic_similarity",
+    "tool_output_contains",
+    "tool_input_contains",
+)
+BEHAVIOR_ASSERTIONS = (
+    "starts_with",
+    "ends_with",
+    "min_length",
+    "max_length",
+    "word_count_min",
+    "word_count_max",
+    "cost_max",
+    "latency_max",
+    "turns_min",
+    "turns_max",
+    "tools_called",
+    "tools_not_called",
+    "tools_count_min",
+    "tools_count_max",
+    "custom",
+)
+ASSERTION_LAYERS: dict[str, str] = {
+    **{t: "fact" for t in FACT_ASSERTIONS},
+    **{t: "behavior" for t in BEHAVIOR_ASSERTIONS},
+}
+
+
+def layer_case(item: str) -> str:
+    """SQL for the layer of assertion struct `item` from its type; 'unknown' for a type outside
+    the map (NULL when the type itself is NULL)."""
+    fact = ", ".join(f"'{t}'" for t in FACT_ASSERTIONS)
+    behavior = ", ".join(f"'{t}'" for t in BEHAVIOR_ASSERTIONS)
+    return (
+        f"(CASE WHEN {item}.type IN ({fact}) THEN 'fact' "
+        f"WHEN {item}.type IN ({behavior}) THEN 'behavior' "
+        f"WHEN {item}.type IS NOT NULL THEN 'unknown' END)"
+    )
+
+
 _NUM = {"type": "number"}
 _NONNEG_NUM = {"type": "number", "minimum": 0}
 _NONNEG_INT = {"type": "integer", "minimum": 0}
@@ -39,8 +91,18 @@ _ASSERTION_SCHEMA: dict[str, Any] = {
     "required": ["type"],
     "properties": {
         "name": _nullable(_STR),
-        "type": {**_STR, "description": "assertion type; maps to exactly one layer"},
-        "layer": _nullable({"type": "string", "enum": ["fact", "behavior"]}),
+        "type": {
+            **_STR,
+            "enum": list(ASSERTION_LAYERS),
+            "description": "assertion type; maps to exactly one layer",
+        },
+        "layer": _nullable(
+            {
+                "type": "string",
+                "enum": ["fact", "behavior"],
+                "description": "optional; must agree with the type's layer",
+            }
+        ),
         "weight": _nullable({"type": "number", "exclusiveMinimum": 0}),
         "passed": _nullable({"type": "boolean"}),
         "value": {"description": "the assertion's argument (string, number, list or object)"},

@@ -18,7 +18,7 @@ import duckdb
 
 from calipers.data import diagnose
 from calipers.data.files import open_bytes, sql_literal
-from calipers.data.model import FIELDS, KEY
+from calipers.data.model import FIELDS, KEY, layer_case
 from calipers.data.source import scalar
 from calipers.data.validate import FLAT_FIELDS, NONNEGATIVE
 from calipers.errors import InputError, Problem, ValidationError
@@ -319,6 +319,7 @@ def _sql_violations(con: duckdb.DuckDBPyConnection, table: str) -> int:
     conds.append(
         "list_bool_or(list_transform(assertions, lambda a: a.type IS NULL OR a.type = '' "
         "OR a.weight <= 0 OR isnan(a.weight) OR isinf(a.weight) "
+        f"OR {layer_case('a')} = 'unknown' OR coalesce(a.layer <> {layer_case('a')}, false) "
         "OR (a.layer IS NOT NULL AND a.layer NOT IN ('fact', 'behavior'))))"
     )
     conds.append(

@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from calipers.data.model import FIELD_BY_NAME, FIELDS, KEY
+from calipers.data.model import ASSERTION_LAYERS, FIELD_BY_NAME, FIELDS, KEY
 from calipers.errors import Problem
 
 BOOLEAN_WORDS = frozenset({"true", "false", "t", "f", "1", "0", "yes", "no"})
@@ -292,6 +292,23 @@ def _nested_rules(
                 "an assertion needs a type",
                 expected="an assertion type",
                 got=describe(item.get("type")),
+            )
+        kind, layer = item.get("type"), item.get("layer")
+        if kind and kind not in ASSERTION_LAYERS:
+            yield checker.problem(
+                line,
+                f"{where}.type",
+                f"unknown assertion type '{kind}'",
+                expected="a type listed by `calipers schema` (assertions.type)",
+                got=describe(kind),
+            )
+        elif kind and layer in ("fact", "behavior") and ASSERTION_LAYERS[kind] != layer:
+            yield checker.problem(
+                line,
+                f"{where}.layer",
+                f"'{kind}' is a {ASSERTION_LAYERS[kind]} assertion",
+                expected=f"{ASSERTION_LAYERS[kind]} or nothing",
+                got=describe(layer),
             )
         weight = item.get("weight")
         if weight is not None and weight <= 0:
