@@ -8,7 +8,7 @@ from rich.table import Table
 from calipers.schemes.reasonscore import ReasonScoreResult
 
 
-def _num(x: float | None, fmt: str) -> str:
+def num(x: float | None, fmt: str) -> str:
     return "—" if x is None else format(x, fmt)
 
 
@@ -28,11 +28,11 @@ def reasonscore_leaderboard(result: ReasonScoreResult, console: Console) -> None
         cells = [str(rank), run.run]
         for tier in tiers:
             t = run.tiers.get(tier)
-            cells.append(_num(t.score if t else None, ".0f"))
-        cells += [_num(run.avg_tokens, ".0f"), _num(run.score_per_token, ".4f")]
+            cells.append(num(t.score if t else None, ".0f"))
+        cells += [num(run.avg_tokens, ".0f"), num(run.score_per_token, ".4f")]
         table.add_row(*cells)
     console.print(table)
-    _notes(result.notes, console)
+    notes(result.notes, console)
 
 
 def reasonscore_tasks(result: ReasonScoreResult, console: Console) -> None:
@@ -48,11 +48,11 @@ def reasonscore_tasks(result: ReasonScoreResult, console: Console) -> None:
             cells = [task]
             for tier in tiers:
                 ts = run.tiers[tier].tasks.get(task)
-                cells.append(_num(ts.score if ts else None, ".3f"))
+                cells.append(num(ts.score if ts else None, ".3f"))
             table.add_row(*cells)
         console.print(table)
 
 
-def _notes(notes: list[str], console: Console) -> None:
-    for note in notes:
+def notes(items: list[str], console: Console) -> None:
+    for note in items:
         console.print(f"[yellow]note:[/] {note}", highlight=False)

@@ -7,10 +7,13 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from calipers.errors import InputError
+
 if TYPE_CHECKING:
     import pandas as pd
 
     from calipers.data.source import SampleSet
+    from calipers.schemes.persample import StagedScores
 
 SCHEMA_VERSION = "1"
 
@@ -53,3 +56,18 @@ class Scheme(ABC):
     @abstractmethod
     def score(self, samples: SampleSet, **options: Any) -> SchemeResult:
         """Score every run in `samples`. Options are keyword-only and recorded in the result."""
+
+
+def reject_options(scheme: str, options: dict[str, Any]) -> None:
+    """Unknown options are typos, never silently ignored."""
+    if options:
+        raise InputError(f"scheme '{scheme}' takes no option(s) {', '.join(sorted(options))}")
+
+
+class ComparableScheme(Scheme):
+    """A scheme whose runs can be paired sample by sample (`calipers compare`): it stages one row
+    per sample with a column per component, and the shared engine does the rest."""
+
+    @abstractmethod
+    def stage(self, samples: SampleSet, runs: list[str], **options: Any) -> StagedScores:
+        """Per-sample components of `runs` (options are the scheme's own, e.g. weights)."""

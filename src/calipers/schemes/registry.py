@@ -10,7 +10,11 @@ from calipers.errors import InputError
 from calipers.schemes.base import Scheme
 
 ENTRY_POINT_GROUP = "calipers.schemes"
-_BUILTIN_MODULES = ("calipers.schemes.reasonscore",)
+_BUILTIN_MODULES = (
+    "calipers.schemes.reasonscore",
+    "calipers.schemes.layered",
+    "calipers.schemes.metric",
+)
 _REGISTRY: dict[str, type[Scheme]] = {}
 _loaded = False
 

@@ -45,6 +45,7 @@ class BootstrapResult:
     n_units: int  # pairs, observations or clusters resampled
     n_observations: int
     algorithm: str  # "counting" or "index"
+    levels: tuple[float, float] = (0.025, 0.975)  # quantile levels of low and high
 
     @property
     def standard_error(self) -> float:
@@ -52,6 +53,22 @@ class BootstrapResult:
 
     def contains(self, value: float) -> bool:
         return self.low <= value <= self.high
+
+    def monte_carlo_band(self, which: Literal["low", "high"]) -> tuple[float, float]:
+        """Where the bound could have landed with another seed: the resampled values at quantile
+        levels q ± 2·√(q(1−q)/B), the binomial spread of an empirical quantile."""
+        q = self.levels[0] if which == "low" else self.levels[1]
+        spread = 2.0 * np.sqrt(q * (1.0 - q) / self.n_resamples)
+        lo_q, hi_q = max(0.0, q - spread), min(1.0, q + spread)
+        lo, hi = np.quantile(self.distribution, [lo_q, hi_q])
+        return float(lo), float(hi)
+
+    def within_monte_carlo_error(self, value: float = 0.0) -> bool:
+        """True when `value` lies inside the Monte Carlo band of either bound, so whether the
+        interval excludes it could flip with another seed (more resamples settle it)."""
+        return any(
+            lo <= value <= hi for lo, hi in (self.monte_carlo_band(w) for w in ("low", "high"))
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -257,6 +274,7 @@ def _bootstrap(
         n_units=int(sums.size),
         n_observations=int(x.size),
         algorithm="counting" if use_counting else "index",
+        levels=(float(lo_q), float(hi_q)),
     )
 
 

@@ -1,0 +1,309 @@
+"""Per-sample scores of the schemes that compare runs (layered, metric), and the summary of one run.
+
+A comparable scheme stages one row per sample — (run, task, sample_id, epoch) and a column per
+component (the layers, or the one metric), NaN where missing — in a DuckDB table. Everything after
+that is shared: a run's summary here, the paired comparison in `calipers.verdicts`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import numpy as np
+import numpy.typing as npt
+
+from calipers.errors import DataError, InputError
+from calipers.stats import BootstrapResult, krippendorff_alpha, mean_bootstrap, pearson
+from calipers.stats.saturation import SaturationResult, saturation
+
+FloatArray = npt.NDArray[np.float64]
+Combine = Callable[[Mapping[str, FloatArray]], FloatArray]
+
+# seed 000: judges that correlate below this disagree strongly; at or above AGREE they agree.
+JUDGE_DISAGREE = 0.4
+JUDGE_AGREE = 0.7
+HUMAN_ALIGNED = 0.7
+CV_LIMIT = 0.15
+
+
+@dataclass
+class StagedScores:
+    """A DuckDB table of per-sample components for some runs, and how to combine them."""
+
+    con: duckdb.DuckDBPyConnection
+    table: str
+    components: tuple[str, ...]  # e.g. ("fact", "behavior", "judge") or ("value",)
+    combine: Combine  # components → the composite the verdict reads
+    raw_combine: Combine  # the same without standardisation (for CV, which needs a ratio scale)
+    gated: bool  # whether components have gates (layered) or not (metric)
+    judge_columns: dict[str, str] = field(default_factory=dict)  # judge name → column
+    human_column: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def fetch(self, run: str) -> RunArrays:
+        cols = [*self.components, *self.judge_columns.values()]
+        if self.human_column:
+            cols.append(self.human_column)
+        select = ", ".join(f'"{c}"' for c in cols)
+        rel = self.con.execute(
+            "SELECT epoch, dense_rank() OVER (ORDER BY task, sample_id) - 1 AS cluster, "
+            f"dense_rank() OVER (ORDER BY task) - 1 AS task_code, {select} "
+            f"FROM {self.table} WHERE run = ? ORDER BY task, sample_id, epoch",
+            [run],
+        )
+        data = rel.fetchnumpy()
+        tasks = [
+            r[0]
+            for r in self.con.execute(
+                f"SELECT DISTINCT task FROM {self.table} WHERE run = ? ORDER BY task", [run]
+            ).fetchall()
+        ]
+        arrays = {c: as_floats(data[c]) for c in cols}
+        return RunArrays(
+            run=run,
+            epoch=np.asarray(data["epoch"], dtype=np.int64),
+            cluster=np.asarray(data["cluster"], dtype=np.int64),
+            task_code=np.asarray(data["task_code"], dtype=np.int64),
+            tasks=tasks,
+            values={c: arrays[c] for c in self.components},
+            judges={j: arrays[c] for j, c in self.judge_columns.items()},
+            human=arrays[self.human_column] if self.human_column else None,
+        )
+
+
+@dataclass
+class RunArrays:
+    """One run's per-sample values, ordered by (task, sample_id, epoch); cluster = sample."""
+
+    run: str
+    epoch: npt.NDArray[np.int64]
+    cluster: npt.NDArray[np.int64]
+    task_code: npt.NDArray[np.int64]
+    tasks: list[str]
+    values: dict[str, FloatArray]
+    judges: dict[str, FloatArray]
+    human: FloatArray | None
+
+
+@dataclass
+class ComponentSummary:
+    mean: float | None
+    n: int  # observations where the component is present
+    interval: BootstrapResult | None
+    gate: bool | None = None  # mean ≥ threshold (None when ungated)
+
+    def to_dict(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"mean": self.mean, "n": self.n}
+        if self.interval is not None:
+            body.update(low=self.interval.low, high=self.interval.high)
+        if self.gate is not None:
+            body["gate"] = self.gate
+        return body
+
+
+@dataclass
+class RunSummary:
+    """What one run scored: composite with its interval, each component, and its reliability."""
+
+    run: str
+    n_samples: int  # distinct samples (clusters)
+    n_observations: int
+    missing: int  # observations without a composite
+    composite: ComponentSummary
+    components: dict[str, ComponentSummary]
+    layers_used: dict[str, int]  # "fact+judge" → observations whose composite used those layers
+    gate_passed: bool | None  # every present component ≥ threshold (None when ungated)
+    judge_pearson: float | None
+    judge_alpha: float | None
+    human_pearson: float | None
+    cv_median: float | None
+    saturation: SaturationResult
+    tasks: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "n_samples": self.n_samples,
+            "n_observations": self.n_observations,
+            "missing": self.missing,
+            "composite": self.composite.to_dict(),
+            "components": {k: v.to_dict() for k, v in self.components.items()},
+            "layers_used": self.layers_used,
+            "gate_passed": self.gate_passed,
+            "judge_pearson": self.judge_pearson,
+            "judge_krippendorff_alpha": self.judge_alpha,
+            "human_pearson": self.human_pearson,
+            "cv_median": self.cv_median,
+            "saturation": self.saturation.to_dict(),
+            "tasks": self.tasks,
+        }
+
+
+def summarize_run(
+    staged: StagedScores,
+    arrays: RunArrays,
+    *,
+    threshold: float,
+    confidence_level: float,
+    n_resamples: int,
+    seed: int,
+    z: float,
+) -> RunSummary:
+    composite = staged.combine(arrays.values)
+    present = np.isfinite(composite)
+    if not present.any():
+        raise DataError(
+            f"run '{arrays.run}' has no sample with a score",
+            hint="Every sample lacks every component; check the assertions, judgments or metric.",
+        )
+    clusters = arrays.cluster if np.unique(arrays.epoch).size > 1 else None
+    comp = _component(composite, clusters, confidence_level, n_resamples, seed)
+    components = {}
+    for name in staged.components:
+        summary = _component(arrays.values[name], clusters, confidence_level, n_resamples, seed)
+        if staged.gated and summary.mean is not None:
+            summary.gate = summary.mean >= threshold
+        components[name] = summary
+    gate_passed = None
+    if staged.gated:
+        gates = [c.gate for c in components.values() if c.gate is not None]
+        gate_passed = bool(gates) and all(gates)
+    return RunSummary(
+        run=arrays.run,
+        n_samples=int(np.unique(arrays.cluster).size),
+        n_observations=int(composite.size),
+        missing=int((~present).sum()),
+        composite=comp,
+        components=components,
+        layers_used=_layers_used(arrays.values, staged.components) if staged.gated else {},
+        gate_passed=gate_passed,
+        judge_pearson=_judge_pearson(arrays.judges),
+        judge_alpha=_judge_alpha(arrays.judges),
+        human_pearson=_human_pearson(arrays),
+        cv_median=_cv_median(staged.raw_combine(arrays.values), arrays.cluster),
+        saturation=saturation(composite, arrays.cluster, arrays.epoch, z=z),
+        tasks=_task_means(composite, arrays),
+    )
+
+
+def _task_means(
+    composite: FloatArray, arrays: RunArrays
+) -> dict[str, dict[str, float | int | None]]:
+    keep = np.isfinite(composite)
+    k = len(arrays.tasks)
+    n = np.bincount(arrays.task_code[keep], minlength=k)
+    sums = np.bincount(arrays.task_code[keep], weights=composite[keep], minlength=k)
+    return {
+        task: {"mean": float(sums[i] / n[i]) if n[i] else None, "n": int(n[i])}
+        for i, task in enumerate(arrays.tasks)
+    }
+
+
+def _component(
+    values: FloatArray,
+    clusters: npt.NDArray[np.int64] | None,
+    confidence_level: float,
+    n_resamples: int,
+    seed: int,
+) -> ComponentSummary:
+    keep = np.isfinite(values)
+    n = int(keep.sum())
+    if n == 0:
+        return ComponentSummary(None, 0, None)
+    x = values[keep]
+    interval = None
+    groups = clusters[keep] if clusters is not None else None
+    if n >= 2 and (groups is None or np.unique(groups).size >= 2):
+        interval = mean_bootstrap(
+            x,
+            clusters=groups,
+            n_resamples=n_resamples,
+            confidence_level=confidence_level,
+            rng=seed,
+        )
+    return ComponentSummary(float(x.mean()), n, interval)
+
+
+def _layers_used(values: Mapping[str, FloatArray], names: tuple[str, ...]) -> dict[str, int]:
+    present = np.column_stack([np.isfinite(values[n]) for n in names])
+    codes = present @ (1 << np.arange(len(names)))
+    counts = np.bincount(codes, minlength=1 << len(names))
+    used = {}
+    for code in np.flatnonzero(counts):
+        label = "+".join(n for i, n in enumerate(names) if code >> i & 1) or "none"
+        used[label] = int(counts[code])
+    return used
+
+
+def _judge_matrix(judges: Mapping[str, FloatArray]) -> FloatArray | None:
+    if len(judges) < 2:
+        return None
+    return np.vstack(list(judges.values()))  # judges × observations
+
+
+def _judge_pearson(judges: Mapping[str, FloatArray]) -> float | None:
+    """Mean Pearson correlation over pairs of judges, each on the observations both rated."""
+    matrix = _judge_matrix(judges)
+    if matrix is None:
+        return None
+    values = []
+    for i in range(matrix.shape[0]):
+        for j in range(i + 1, matrix.shape[0]):
+            both = np.isfinite(matrix[i]) & np.isfinite(matrix[j])
+            if both.sum() >= 3:
+                r = pearson(matrix[i][both], matrix[j][both])
+                if np.isfinite(r):
+                    values.append(r)
+    return float(np.mean(values)) if values else None
+
+
+def _judge_alpha(judges: Mapping[str, FloatArray]) -> float | None:
+    matrix = _judge_matrix(judges)
+    if matrix is None:
+        return None
+    try:
+        alpha = krippendorff_alpha(matrix, level="interval")
+    except InputError:
+        return None
+    return alpha if np.isfinite(alpha) else None
+
+
+def _human_pearson(arrays: RunArrays) -> float | None:
+    if arrays.human is None or "judge" not in arrays.values:
+        return None
+    judge, human = arrays.values["judge"], arrays.human
+    both = np.isfinite(judge) & np.isfinite(human)
+    if both.sum() < 3:
+        return None
+    r = pearson(judge[both], human[both])
+    return r if np.isfinite(r) else None
+
+
+def _cv_median(composite: FloatArray, cluster: npt.NDArray[np.int64]) -> float | None:
+    """Median over samples with ≥ 2 epochs of sd/mean of the composite across epochs."""
+    keep = np.isfinite(composite)
+    x, c = composite[keep], cluster[keep]
+    if x.size == 0:
+        return None
+    n = np.bincount(c).astype(float)
+    s1 = np.bincount(c, weights=x)
+    s2 = np.bincount(c, weights=x * x)
+    ok = n >= 2
+    if not ok.any():
+        return None
+    mean = s1[ok] / n[ok]
+    var = np.maximum(s2[ok] - n[ok] * mean**2, 0.0) / (n[ok] - 1)
+    positive = mean > 0
+    if not positive.any():
+        return None
+    return float(np.median(np.sqrt(var[positive]) / mean[positive]))
+
+
+def as_floats(column: Any) -> FloatArray:
+    """A DuckDB numpy column (maybe masked where NULL) as floats with NaN for missing."""
+    if isinstance(column, np.ma.MaskedArray):
+        return np.asarray(np.ma.filled(column.astype(float), np.nan), dtype=np.float64)
+    return np.asarray(column, dtype=np.float64)

@@ -1,0 +1,1 @@
+"""Comparison policies: the six verdicts of seed 000 (gates) over a shared paired engine."""
