@@ -7,13 +7,15 @@ from typing import Any
 
 import click
 
+from calipers.cli.compare import comparison_options, scheme_options
 from calipers.cli.data import print_warnings
 from calipers.cli.main import cli, db_option, stdout_console
 from calipers.data.source import open_samples
 from calipers.errors import InputError
-from calipers.report import terminal
+from calipers.report import terminal, terminal_compare
 from calipers.report.json_report import write_json
 from calipers.schemes import SchemeResult, available, get_scheme
+from calipers.schemes.layered import SummaryResult
 from calipers.schemes.reasonscore import ReasonScoreResult
 
 
@@ -37,6 +39,7 @@ def score_samples(
     help="With FILE: the run name of its samples (overrides theirs). Without: score only this run.",
 )
 @click.option("--tasks", "show_tasks", is_flag=True, help="Also print per-task scores.")
+@comparison_options
 @click.option("--json", "json_out", default=None, metavar="PATH|-", help="Write the JSON report.")
 @click.option("-q", "--quiet", is_flag=True, help="No terminal tables.")
 @db_option
@@ -46,12 +49,24 @@ def score(
     z: float | None,
     run: str | None,
     show_tasks: bool,
+    metric: str | None,
+    weights: str | None,
+    standardize: bool,
+    threshold: float,
+    n_resamples: int,
+    seed: int,
+    confidence: float,
     json_out: str | None,
     quiet: bool,
     db: Path,
 ) -> None:
     """Score FILE (read directly, not imported) or the store's runs with a scheme."""
-    options = {k: v for k, v in {"z": z}.items() if v is not None}
+    options: dict[str, Any] = {k: v for k, v in {"z": z}.items() if v is not None}
+    if scheme in ("layered", "metric"):
+        options = scheme_options(scheme, metric=metric, weights=weights, standardize=standardize)
+        options.update(confidence_level=confidence, n_resamples=n_resamples, seed=seed)
+        if scheme == "layered":
+            options["threshold"] = threshold
     result = score_samples(file, db=db, scheme=scheme, run=run, options=options)
     if json_out:
         write_json(result.to_dict(), json_out)
@@ -62,6 +77,8 @@ def score(
         terminal.reasonscore_leaderboard(result, console)
         if show_tasks:
             terminal.reasonscore_tasks(result, console)
+    elif isinstance(result, SummaryResult):
+        terminal_compare.summary(result, console)
 
 
 @cli.command()
