@@ -118,7 +118,7 @@ def test_bad_weights_are_input_errors(text: str, words: str) -> None:
 def test_unknown_assertion_type_is_an_error_naming_it(make_samples: MakeSamples) -> None:
     items = [{"type": "contains", "passed": True}, {"type": "smells_right", "passed": True}]
     samples = make_samples([{"run": "r", "task": "t", "sample_id": "s9", "assertions": items}])
-    with pytest.raises(InputError, match="unknown assertion type 'smells_right'.*s9"):
+    with pytest.raises(InputError, match=r"unknown assertion type 'smells_right'.*s9"):
         get_scheme("layered").score(samples)
 
 
@@ -174,7 +174,7 @@ def test_metric_needs_a_name_that_exists(make_samples: MakeSamples) -> None:
     samples = make_samples([{"run": "m", "task": "t", "sample_id": "s", "scores": {"f1": 1.0}}])
     with pytest.raises(InputError, match="needs --metric"):
         get_scheme("metric").score(samples)
-    with pytest.raises(InputError, match="no sample .* has the metric 'bleu'") as err:
+    with pytest.raises(InputError, match=r"no sample .* has the metric 'bleu'") as err:
         get_scheme("metric").score(samples, metric="bleu")
     assert "f1" in (err.value.hint or "")
 

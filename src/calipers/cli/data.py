@@ -100,8 +100,9 @@ def export(out: Path, fmt: str | None, runs_: tuple[str, ...], db: Path) -> None
     "--report",
     "report",
     default=None,
-    metavar="SCHEME",
-    help="Print the schema of SCHEME's JSON report instead (e.g. reasonscore).",
+    metavar="KIND",
+    help="Print the schema of a JSON report instead: a scheme (reasonscore, layered, metric) "
+    "or compare.",
 )
 def schema(report: str | None) -> None:
     """Print the JSON Schema of one sample (or of a scheme's JSON report)."""
@@ -110,6 +111,11 @@ def schema(report: str | None) -> None:
     else:
         found = resources.files("calipers.report.schemas").joinpath(f"{report}.schema.json")
         if not found.is_file():
-            raise InputError(f"no report schema for '{report}'", hint="Try --report reasonscore.")
+            kinds = sorted(
+                p.name.removesuffix(".schema.json")
+                for p in resources.files("calipers.report.schemas").iterdir()
+                if p.name.endswith(".schema.json")
+            )
+            raise InputError(f"no report schema for '{report}'", hint=f"Kinds: {', '.join(kinds)}.")
         text = found.read_text("utf-8")
     sys.stdout.write(text)
