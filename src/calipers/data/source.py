@@ -53,6 +53,7 @@ def open_samples(
 
     if source is not None:
         con = duckdb.connect()
+        con.execute("SET enable_progress_bar = false")
         staged = stage_file(con, Path(source), "file_samples", run=run, fmt=format)
         return SampleSet(con, staged.table, str(source), staged.warnings)
     store = Store(db or DEFAULT_DB, read_only=True)

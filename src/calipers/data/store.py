@@ -75,6 +75,8 @@ class Store:
                 f"cannot open the store {self.path}: {exc}",
                 hint="Is it a DuckDB file, and not open in another process?",
             ) from exc
+        # DuckDB's own progress bar would draw over calipers' output.
+        self.con.execute("SET enable_progress_bar = false")
         limit = os.environ.get("CALIPERS_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT)
         try:
             self.con.execute(f"SET memory_limit = {sql_literal(limit)}")

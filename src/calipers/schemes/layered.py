@@ -21,11 +21,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from calipers.data.files import sql_literal
-from calipers.data.model import layer_case
+from calipers.data.model import FACT_ASSERTIONS, layer_case
 from calipers.data.source import SampleSet
 from calipers.errors import InputError
 from calipers.schemes.base import ComparableScheme, SchemeResult, reject_options
-from calipers.schemes.persample import FloatArray, RunSummary, StagedScores, summarize_run
+from calipers.schemes.persample import (
+    FloatArray,
+    RunSummary,
+    StagedScores,
+    stage_table,
+    summarize_run,
+)
 from calipers.schemes.registry import register
 from calipers.stats import DEFAULT_SEED, z_from_confidence
 
@@ -100,17 +106,29 @@ def _judge_score(j: str) -> str:
 _JUDGE_OK = "j.dimension IS NULL AND j.score IS NOT NULL AND j.error IS NULL"
 
 
-def _layer_weight(layer: str, passed: bool) -> str:
-    cond = f"{layer_case('a')} = '{layer}'" + (" AND a.passed" if passed else "")
-    return (
-        "list_sum(list_transform(assertions, "
-        f"lambda a: CASE WHEN {cond} THEN coalesce(a.weight, 1.0) ELSE 0.0 END))"
-    )
+def _weight_sum(*, fact_only: bool, passed: bool) -> str:
+    # Every type is known by now (checked first), so behavior = all − fact: two cheap passes
+    # instead of two per layer.
+    conds = [f"a.type IN ({', '.join(repr(t) for t in FACT_ASSERTIONS)})"] if fact_only else []
+    conds += ["a.passed"] if passed else []
+    value = "coalesce(a.weight, 1.0)"
+    body = f"CASE WHEN {' AND '.join(conds)} THEN {value} ELSE 0.0 END" if conds else value
+    return f"list_sum(list_transform(assertions, lambda a: {body}))"
 
 
 def _check(samples: SampleSet, where: str) -> None:
     """Ungraded assertion specs and judge scores off the default scale are input errors."""
     rel = samples.relation
+    flagged = samples.con.execute(
+        "SELECT count_if(list_bool_or(list_transform(assertions, lambda a: "
+        f"{layer_case('a')} = 'unknown' OR a.passed IS NULL))), "
+        f"count_if(list_bool_or(list_transform(judgments, lambda j: {_JUDGE_OK} AND "
+        "(j.scale_min IS NULL OR j.scale_max IS NULL) AND "
+        "(j.score < coalesce(j.scale_min, 1.0) OR j.score > coalesce(j.scale_max, 5.0))))) "
+        f"FROM {rel} WHERE {where}"
+    ).fetchall()[0]
+    if not any(flagged):  # the common case: one scan, and the detailed queries never run
+        return
     unknown = samples.con.execute(
         f"SELECT run, task, sample_id, epoch, a.type FROM (SELECT run, task, sample_id, epoch, "
         f"unnest(assertions) AS a FROM {rel} WHERE {where}) WHERE {layer_case('a')} = 'unknown' "
@@ -175,19 +193,21 @@ def stage_layers(
         for name, col in judge_columns.items()
     )
     table = f"calipers_layered_{next(_staged_tables)}"
-    con.execute(
+    stage_table(
+        con,
+        table,
         f"""
-        CREATE OR REPLACE TEMP TABLE {table} AS
         SELECT run, task, sample_id, epoch,
                CASE WHEN f_total > 0 THEN 1.0 + 4.0 * f_passed / f_total END AS fact,
-               CASE WHEN b_total > 0 THEN 1.0 + 4.0 * b_passed / b_total END AS behavior,
+               CASE WHEN a_total - f_total > 0
+                    THEN 1.0 + 4.0 * (a_passed - f_passed) / (a_total - f_total) END AS behavior,
                judge, human {"".join(", " + c for c in judge_columns.values())}
         FROM (
             SELECT run, task, sample_id, epoch,
-                   {_layer_weight("fact", False)} AS f_total,
-                   {_layer_weight("fact", True)} AS f_passed,
-                   {_layer_weight("behavior", False)} AS b_total,
-                   {_layer_weight("behavior", True)} AS b_passed,
+                   {_weight_sum(fact_only=True, passed=False)} AS f_total,
+                   {_weight_sum(fact_only=True, passed=True)} AS f_passed,
+                   {_weight_sum(fact_only=False, passed=False)} AS a_total,
+                   {_weight_sum(fact_only=False, passed=True)} AS a_passed,
                    list_avg(list_transform(list_filter(judgments, lambda j: {_JUDGE_OK}),
                             lambda j: {_judge_score("j")})) AS judge,
                    list_avg(list_transform(list_filter(human, lambda h: h.dimension IS NULL),
@@ -195,7 +215,7 @@ def stage_layers(
                    {per_judge}
             FROM {samples.relation} WHERE {where}
         )
-        """
+        """,
     )
     notes: list[str] = []
     w = dict(weights)

@@ -16,7 +16,7 @@ from calipers.data.source import SampleSet
 from calipers.errors import InputError
 from calipers.schemes.base import ComparableScheme, reject_options
 from calipers.schemes.layered import SummaryResult, summarize
-from calipers.schemes.persample import FloatArray, StagedScores
+from calipers.schemes.persample import FloatArray, StagedScores, stage_table
 from calipers.schemes.registry import register
 from calipers.stats import DEFAULT_SEED
 
@@ -47,9 +47,11 @@ def stage_metric(samples: SampleSet, runs: list[str], *, metric: str | None) -> 
     where = f"run IN ({', '.join(sql_literal(r) for r in runs)})"
     expr = "correct" if metric == "correct" else f"scores[{sql_literal(metric)}]"
     table = f"calipers_metric_{next(_staged_tables)}"
-    samples.con.execute(
-        f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT run, task, sample_id, epoch, "
-        f"{expr}::DOUBLE AS value FROM {samples.relation} WHERE {where}"
+    stage_table(
+        samples.con,
+        table,
+        f"SELECT run, task, sample_id, epoch, {expr}::DOUBLE AS value "
+        f"FROM {samples.relation} WHERE {where}",
     )
     present = samples.con.execute(f"SELECT count(value) FROM {table}").fetchall()[0][0]
     if not present:

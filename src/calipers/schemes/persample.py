@@ -48,30 +48,63 @@ class StagedScores:
         if self.human_column:
             cols.append(self.human_column)
         select = ", ".join(f'"{c}"' for c in cols)
-        rel = self.con.execute(
-            "SELECT epoch, dense_rank() OVER (ORDER BY task, sample_id) - 1 AS cluster, "
-            f"dense_rank() OVER (ORDER BY task) - 1 AS task_code, {select} "
-            f"FROM {self.table} WHERE run = ? ORDER BY task, sample_id, epoch",
+        data = self.con.execute(
+            f"SELECT epoch, sid, task_code, {select} FROM {self.table} WHERE run = ? "
+            "ORDER BY sid, epoch",
             [run],
-        )
-        data = rel.fetchnumpy()
-        tasks = [
-            r[0]
-            for r in self.con.execute(
-                f"SELECT DISTINCT task FROM {self.table} WHERE run = ? ORDER BY task", [run]
-            ).fetchall()
-        ]
+        ).fetchnumpy()
+        codes = np.asarray(data["task_code"], dtype=np.int64)
+        names = self.task_names()
+        present = np.unique(codes)
+        remap = np.full(len(names), -1, dtype=np.int64)
+        remap[present] = np.arange(present.size)
         arrays = {c: as_floats(data[c]) for c in cols}
         return RunArrays(
             run=run,
             epoch=np.asarray(data["epoch"], dtype=np.int64),
-            cluster=np.asarray(data["cluster"], dtype=np.int64),
-            task_code=np.asarray(data["task_code"], dtype=np.int64),
-            tasks=tasks,
+            cluster=dense_sorted(np.asarray(data["sid"], dtype=np.int64)),
+            task_code=remap[codes],
+            tasks=[names[i] for i in present],
             values={c: arrays[c] for c in self.components},
             judges={j: arrays[c] for j, c in self.judge_columns.items()},
             human=arrays[self.human_column] if self.human_column else None,
         )
+
+    def task_names(self) -> list[str]:
+        rows = self.con.execute(
+            f"SELECT DISTINCT task_code, task FROM {self.table} ORDER BY task_code"
+        ).fetchall()
+        return [r[1] for r in rows]
+
+
+def stage_table(con: duckdb.DuckDBPyConnection, table: str, select: str) -> None:
+    """Create the staged table from `select` (run, task, sample_id, epoch, components…), adding
+    integer codes for the sample (`sid`) and the task, so that pairing and resampling work on
+    integers instead of strings. Codes follow (task, sample_id) order, so results do not depend
+    on thread scheduling; numbering the distinct keys and joining beats a window over all rows."""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {table}_raw AS {select}")
+    con.execute(
+        f"""
+        CREATE OR REPLACE TEMP TABLE {table} AS
+        WITH keys AS (
+            SELECT task, sample_id, row_number() OVER (ORDER BY task, sample_id) - 1 AS sid
+            FROM (SELECT DISTINCT task, sample_id FROM {table}_raw)
+        ), tasks AS (
+            SELECT task, row_number() OVER (ORDER BY task) - 1 AS task_code
+            FROM (SELECT DISTINCT task FROM {table}_raw)
+        )
+        SELECT r.*, keys.sid, tasks.task_code
+        FROM {table}_raw r JOIN keys USING (task, sample_id) JOIN tasks USING (task)
+        """
+    )
+    con.execute(f"DROP TABLE {table}_raw")
+
+
+def dense_sorted(codes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Sorted integer codes renumbered 0..k−1 in O(n)."""
+    if codes.size == 0:
+        return codes
+    return np.concatenate([[0], np.cumsum(codes[1:] != codes[:-1])]).astype(np.int64)
 
 
 @dataclass
@@ -151,7 +184,10 @@ def summarize_run(
     n_resamples: int,
     seed: int,
     z: float,
+    component_intervals: bool = True,
 ) -> RunSummary:
+    """A run's scores. `component_intervals=False` skips the interval of each component (a
+    comparison reads their paired differences instead)."""
     composite = staged.combine(arrays.values)
     present = np.isfinite(composite)
     if not present.any():
@@ -159,11 +195,17 @@ def summarize_run(
             f"run '{arrays.run}' has no sample with a score",
             hint="Every sample lacks every component; check the assertions, judgments or metric.",
         )
-    clusters = arrays.cluster if np.unique(arrays.epoch).size > 1 else None
+    clusters = arrays.cluster if arrays.epoch.size and arrays.epoch.max() > 0 else None
     comp = _component(composite, clusters, confidence_level, n_resamples, seed)
     components = {}
     for name in staged.components:
-        summary = _component(arrays.values[name], clusters, confidence_level, n_resamples, seed)
+        summary = _component(
+            arrays.values[name],
+            clusters if component_intervals else None,
+            confidence_level,
+            n_resamples if component_intervals else 0,
+            seed,
+        )
         if staged.gated and summary.mean is not None:
             summary.gate = summary.mean >= threshold
         components[name] = summary
@@ -173,7 +215,7 @@ def summarize_run(
         gate_passed = bool(gates) and all(gates)
     return RunSummary(
         run=arrays.run,
-        n_samples=int(np.unique(arrays.cluster).size),
+        n_samples=int(arrays.cluster[-1]) + 1 if arrays.cluster.size else 0,
         n_observations=int(composite.size),
         missing=int((~present).sum()),
         composite=comp,
@@ -216,7 +258,7 @@ def _component(
     x = values[keep]
     interval = None
     groups = clusters[keep] if clusters is not None else None
-    if n >= 2 and (groups is None or np.unique(groups).size >= 2):
+    if n_resamples and n >= 2 and (groups is None or groups.min() != groups.max()):
         interval = mean_bootstrap(
             x,
             clusters=groups,

@@ -162,10 +162,20 @@ def _validate(
     labels = np.asarray(clusters)
     if labels.shape != x.shape:
         raise InputError(f"clusters has {labels.size} labels for {x.size} observations")
-    codes = np.unique(labels, return_inverse=True)[1].ravel()
+    codes = _dense_codes(labels)
     if codes.max() < 1:
         raise InputError("need at least 2 clusters to resample")
     return codes
+
+
+def _dense_codes(labels: npt.NDArray[Any]) -> npt.NDArray[np.intp]:
+    """Labels as codes 0..k−1. Integer labels that already are (each value in 0..k−1 used) pass
+    through in O(n), which is what the comparison engine hands in; others are sorted."""
+    if labels.dtype.kind in "iu" and labels.size and labels.min() >= 0:
+        top = int(labels.max())
+        if top < 2 * labels.size and np.bincount(labels, minlength=top + 1).all():
+            return labels.astype(np.intp, copy=False)
+    return np.unique(labels, return_inverse=True)[1].ravel()
 
 
 def _units(x: FloatArray, codes: npt.NDArray[np.intp] | None) -> tuple[FloatArray, FloatArray]:
@@ -194,11 +204,14 @@ def _distinct(sums: FloatArray, sizes: FloatArray) -> tuple[FloatArray, FloatArr
             order = np.argsort(first, kind="stable")
             mult = counts[values].astype(np.float64)
             return (values[order] + lo).astype(np.float64), np.ones(values.size), mult[order]
-    pairs, first, mult_int = np.unique(
-        np.column_stack([sums, sizes]), axis=0, return_index=True, return_counts=True
-    )
-    order = np.argsort(first, kind="stable")
-    return pairs[order, 0], pairs[order, 1], mult_int[order].astype(np.float64)
+    # Sort by (sum, size) and cut at changes: much faster than np.unique(axis=0) on row pairs.
+    order = np.lexsort((sizes, sums)) if np.ptp(sizes) > 0 else np.argsort(sums, kind="stable")
+    s, z = sums[order], sizes[order]
+    starts = np.flatnonzero(np.r_[True, (s[1:] != s[:-1]) | (z[1:] != z[:-1])])
+    first = np.minimum.reduceat(order, starts)
+    mult = np.diff(np.r_[starts, s.size]).astype(np.float64)
+    by_first = np.argsort(first, kind="stable")
+    return s[starts][by_first], z[starts][by_first], mult[by_first]
 
 
 def _counting_draws(

@@ -134,6 +134,7 @@ def compare(
             n_resamples=n_resamples,
             seed=seed,
             z=z,
+            component_intervals=False,
         )
         for run in wanted
     }

@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from calipers.errors import DataError, InputError
-from calipers.schemes.persample import FloatArray, StagedScores, as_floats
+from calipers.schemes.persample import FloatArray, StagedScores, as_floats, dense_sorted
 from calipers.stats import BootstrapResult, minimum_detectable_effect, paired_bootstrap
 from calipers.stats.multivariate import HotellingResult, hotelling_t2
 
@@ -85,13 +85,12 @@ def compare_pair(
     comps = staged.components
     select = ", ".join(f'c."{n}" AS "c_{n}", t."{n}" AS "t_{n}"' for n in comps)
     data = staged.con.execute(
-        "SELECT dense_rank() OVER (ORDER BY task, sample_id) - 1 AS cluster, "
-        f"dense_rank() OVER (ORDER BY task) - 1 AS task_code, task, {select} "
-        f"FROM {staged.table} c JOIN {staged.table} t USING (task, sample_id, epoch) "
-        "WHERE c.run = ? AND t.run = ? ORDER BY task, sample_id, epoch",
+        f"SELECT sid, task_code, {select} FROM {staged.table} c "
+        f"JOIN {staged.table} t USING (sid, task_code, epoch) "
+        "WHERE c.run = ? AND t.run = ? ORDER BY sid, epoch",
         [control, treatment],
     ).fetchnumpy()
-    n_rows = len(data["cluster"])
+    n_rows = len(data["sid"])
     if n_rows == 0:
         raise DataError(
             f"runs '{control}' and '{treatment}' share no sample",
@@ -104,7 +103,7 @@ def compare_pair(
             [control, treatment],
         ).fetchall()
     )
-    cluster = np.asarray(data["cluster"], dtype=np.int64)
+    cluster = dense_sorted(np.asarray(data["sid"], dtype=np.int64))
     c_vals = {n: as_floats(data[f"c_{n}"]) for n in comps}
     t_vals = {n: as_floats(data[f"t_{n}"]) for n in comps}
 
@@ -124,7 +123,7 @@ def compare_pair(
         )
     notes: list[str] = []
     hotelling = _hotelling(c_vals, t_vals, cluster, comps, notes) if staged.gated else None
-    tasks = _task_table(data, composite_c, composite_t)
+    tasks = _task_table(data["task_code"], staged.task_names(), composite_c, composite_t)
     return PairedComparison(
         control=control,
         treatment=treatment,
@@ -152,7 +151,7 @@ def _difference(
 ) -> Difference:
     both = np.isfinite(c) & np.isfinite(t)
     groups = cluster[both]
-    n_pairs = int(np.unique(groups).size)
+    n_pairs = int(np.count_nonzero(np.bincount(groups))) if groups.size else 0
     if n_pairs == 0:
         return Difference(None, 0, None)
     estimate = float(np.mean(t[both] - c[both]))
@@ -213,23 +212,23 @@ def _hotelling(
 
 
 def _task_table(
-    data: dict[str, Any], composite_c: FloatArray, composite_t: FloatArray
+    task_code: Any, names: list[str], composite_c: FloatArray, composite_t: FloatArray
 ) -> dict[str, dict[str, Any]]:
-    codes = np.asarray(data["task_code"], dtype=np.int64)
-    names = np.asarray(data["task"], dtype=object)
-    first = np.unique(codes, return_index=True)[1]
+    codes = np.asarray(task_code, dtype=np.int64)
     both = np.isfinite(composite_c) & np.isfinite(composite_t)
-    k = first.size
+    k = len(names)
     n = np.bincount(codes[both], minlength=k)
     c_sum = np.bincount(codes[both], weights=composite_c[both], minlength=k)
     t_sum = np.bincount(codes[both], weights=composite_t[both], minlength=k)
+    present = np.bincount(codes, minlength=k) > 0
     table: dict[str, dict[str, Any]] = {}
-    for code, index in enumerate(first):
+    for code in np.flatnonzero(present):
+        name = names[code]
         if n[code] == 0:
-            table[str(names[index])] = {"control": None, "treatment": None, "diff": None, "n": 0}
+            table[name] = {"control": None, "treatment": None, "diff": None, "n": 0}
             continue
         c_mean, t_mean = c_sum[code] / n[code], t_sum[code] / n[code]
-        table[str(names[index])] = {
+        table[name] = {
             "control": float(c_mean),
             "treatment": float(t_mean),
             "diff": float(t_mean - c_mean),

@@ -1,0 +1,1 @@
+"""Grading: assertions (each type mapped to one layer) and, later, judges."""
