@@ -13,8 +13,11 @@ from calipers.demo.synthetic import generate_samples
 
 def test_demo_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--dir", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())  # the console wraps at 80 columns
     assert "ReasonScore leaderboard" in out and "seed 20261122" in out
+    # the layered comparison of two variants ends with its verdict and reason
+    assert "Layered comparison" in out and "atlas-small (control)" in out
+    assert "CAUTIOUS composite +0.412" in out and "fails the gate on judge" in out
     assert (tmp_path / "demo.duckdb").exists()
     lines = (tmp_path / "samples.jsonl").read_text().splitlines()
     first = json.loads(lines[0])

@@ -11,9 +11,15 @@ from calipers.cli.main import cli, stdout_console
 from calipers.data.source import open_samples
 from calipers.data.store import Store
 from calipers.demo.synthetic import DEMO_SEED, generate_samples, write_jsonl
-from calipers.report import terminal
+from calipers.report import terminal, terminal_compare
 from calipers.schemes import get_scheme
 from calipers.schemes.reasonscore import ReasonScoreResult
+from calipers.verdicts.compare import compare
+
+# Two variants of one model family: the larger one gains on facts and the judge, but its judge
+# layer still misses the 3.5 gate, which the verdict reports instead of hiding in the composite.
+DEMO_CONTROL = "atlas-small"
+DEMO_TREATMENT = "atlas-large"
 
 
 @cli.command()
@@ -29,7 +35,8 @@ from calipers.schemes.reasonscore import ReasonScoreResult
     "--seed", type=int, default=DEMO_SEED, show_default=True, help="Seed of the synthetic data."
 )
 def demo(directory: Path, seed: int) -> None:
-    """Generate a synthetic evaluation, import it, and print the ReasonScore leaderboard."""
+    """Generate a synthetic evaluation, import it, print the ReasonScore leaderboard and a
+    layered comparison of two variants with its verdict."""
     console = stdout_console()
     started = time.perf_counter()
     data = directory / "samples.jsonl"
@@ -43,7 +50,17 @@ def demo(directory: Path, seed: int) -> None:
     result = get_scheme("reasonscore").score(open_samples(None, db=db))
     assert isinstance(result, ReasonScoreResult)
     terminal.reasonscore_leaderboard(result, console)
+    console.print()
+    console.print(f"[bold]Layered comparison[/]: {DEMO_CONTROL} (control) → {DEMO_TREATMENT}")
+    comparison = compare(
+        open_samples(None, db=db),
+        scheme="layered",
+        control=DEMO_CONTROL,
+        treatments=[DEMO_TREATMENT],
+    )
+    terminal_compare.comparison(comparison, console)
     console.print(
         f"[dim]{time.perf_counter() - started:.1f} s. Try: calipers score {data} "
-        "--scheme reasonscore --tasks[/]"
+        f"--scheme reasonscore --tasks · calipers compare {data} --scheme layered "
+        f"--control {DEMO_CONTROL} --treatment {DEMO_TREATMENT} --treatment cirrus-mini[/]"
     )

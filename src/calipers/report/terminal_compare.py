@@ -76,8 +76,8 @@ def _diff_cell(d: Difference | None) -> str:
     if d is None or d.estimate is None:
         return "—"
     star = "*" if d.significant else ""
-    ci = "—" if d.low is None or d.high is None else f"[{d.low:+.2f},{d.high:+.2f}]"
-    return f"{d.estimate:+.2f}{star}\n{ci}"
+    ci = "" if d.low is None or d.high is None else f" [{d.low:+.2f}, {d.high:+.2f}]"
+    return f"{d.estimate:+.3f}{star}{ci}"
 
 
 def comparison(result: CompareResult, console: Console) -> None:
@@ -85,22 +85,20 @@ def comparison(result: CompareResult, console: Console) -> None:
     console.print(f"[{style}]{result.verdict.value}[/] {escape(result.reason)}")
     console.print(_variants_table(result.variants, "variants", result.control))
     if result.pairs:
+        # One column per treatment and one row per quantity: stays inside 80 columns.
         layers = list(result.pairs[0].comparison.components)
-        table = Table(title="pairs (treatment − control)", title_justify="left", pad_edge=False)
-        table.add_column("treatment", overflow="fold")
-        table.add_column("verdict")
-        table.add_column("pairs", justify="right")
-        table.add_column("Δ composite", justify="right")
-        for name in layers:
-            table.add_column(name, justify="right")
-        table.add_column("MDE", justify="right")
+        table = Table(title="treatment − control", title_justify="left", pad_edge=False)
+        table.add_column("")
         for pair in result.pairs:
-            c = pair.comparison
-            cells = [escape(c.treatment), pair.decision.verdict.value, str(c.n_pairs)]
-            cells.append(_diff_cell(c.composite))
-            cells += [_diff_cell(c.components.get(name)) for name in layers]
-            cells.append(num(c.mde, ".3f"))
-            table.add_row(*cells)
+            table.add_column(escape(pair.comparison.treatment), justify="right", overflow="fold")
+        table.add_row("verdict", *(p.decision.verdict.value for p in result.pairs))
+        table.add_row("paired samples", *(str(p.comparison.n_pairs) for p in result.pairs))
+        table.add_row("composite", *(_diff_cell(p.comparison.composite) for p in result.pairs))
+        for name in layers:
+            table.add_row(
+                name, *(_diff_cell(p.comparison.components.get(name)) for p in result.pairs)
+            )
+        table.add_row("MDE", *(num(p.comparison.mde, ".3f") for p in result.pairs))
         console.print(table)
         console.print(
             f"[dim]* interval excludes 0 · {result.parameters['n_resamples']} resamples · "
