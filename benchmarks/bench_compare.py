@@ -1,12 +1,18 @@
-"""`calipers compare --scheme layered` over 1,000,000 samples × 2 runs, in a fresh process.
+"""`calipers compare` over 1,000,000 samples × 2 runs, in a fresh process, for two kinds of sample.
 
     .venv/bin/python benchmarks/bench_compare.py
 
-Builds (once) a store under benchmarks/data/ with two runs of 500,000 samples × 2 epochs each,
-every sample carrying 3 fact and 2 behavior assertions and an overall judgment from two judges,
-generated in SQL so that building it takes seconds. Then times the whole command — Python start,
-imports, opening the store, staging the layers, summaries and the paired bootstrap (10,000
-resamples, clusters = samples) — best and first of 3 runs. Goal ≤ 3 s.
+Builds (once) two stores under benchmarks/data/, each with two runs of 500,000 samples × 2 epochs,
+generated in SQL so that building them takes seconds:
+
+- metric: one per-sample score (`scores{accuracy}`), what results imported from another harness
+  carry; compared with `--scheme metric --metric accuracy`;
+- layered: 3 fact and 2 behavior assertions and an overall judgment from two judges per sample;
+  compared with `--scheme layered`.
+
+Then times the whole command — Python start, imports, opening the store, staging, summaries and
+the paired bootstraps (10,000 resamples, clusters = samples) — best and first of 3 runs.
+Goal ≤ 3 s.
 """
 
 from __future__ import annotations
@@ -22,11 +28,26 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _machine import save
 
 DATA = Path(__file__).parent / "data"
-DB = DATA / "compare_2x1m.duckdb"
 SAMPLES, EPOCHS = 500_000, 2
 
 
-def build_store(path: Path) -> None:
+def build_metric_store(path: Path) -> None:
+    from calipers.data.store import Store
+
+    with Store(path) as store:
+        store.con.execute(
+            f"""
+            INSERT INTO samples (run, task, sample_id, epoch, scores)
+            SELECT run, 'task-' || (i % 20), 's' || i, e,
+                   MAP {{'accuracy': (random() < CASE WHEN run = 'control' THEN 0.70
+                                                      ELSE 0.71 END)::DOUBLE}}
+            FROM (SELECT unnest(['control', 'treatment']) AS run),
+                 range({SAMPLES}) t(i), range({EPOCHS}) u(e)
+            """
+        )
+
+
+def build_layered_store(path: Path) -> None:
     from calipers.data.store import Store
 
     with Store(path) as store:
@@ -52,11 +73,17 @@ def build_store(path: Path) -> None:
         )
 
 
-def timed_compare() -> tuple[float, float]:
+SCENARIOS = {
+    "metric": (DATA / "compare_metric_2x1m.duckdb", build_metric_store, ["--metric", "accuracy"]),
+    "layered": (DATA / "compare_2x1m.duckdb", build_layered_store, []),
+}
+
+
+def timed_compare(scheme: str, db: Path, options: list[str]) -> tuple[float, float]:
     calipers = Path(sys.executable).with_name("calipers")
-    cmd = [str(calipers), "compare", "--db", str(DB)]
-    cmd += ["--scheme", "layered", "--control", "control", "--treatment", "treatment"]
-    cmd += ["--json", str(DATA / "compare_report.json"), "--gate", "none", "-q"]
+    cmd = [str(calipers), "compare", "--db", str(db), "--scheme", scheme, *options]
+    cmd += ["--control", "control", "--treatment", "treatment"]
+    cmd += ["--json", str(DATA / f"compare_{scheme}_report.json"), "--gate", "none", "-q"]
     start = time.perf_counter()
     subprocess.run(cmd, check=True)
     elapsed = time.perf_counter() - start
@@ -64,21 +91,21 @@ def timed_compare() -> tuple[float, float]:
     return elapsed, rss
 
 
-def main() -> None:
-    DATA.mkdir(exist_ok=True)
-    if not DB.exists():
+def bench(scheme: str) -> dict[str, object]:
+    db, build, options = SCENARIOS[scheme]
+    if not db.exists():
         t0 = time.perf_counter()
-        build_store(DB)
-        print(f"built {DB} in {time.perf_counter() - t0:.1f} s")
+        build(db)
+        print(f"built {db} in {time.perf_counter() - t0:.1f} s")
     times = []
     rss = 0.0
     for _ in range(3):
-        elapsed, rss = timed_compare()
+        elapsed, rss = timed_compare(scheme, db, options)
         times.append(elapsed)
-        print(f"compare: {elapsed:.2f} s")
-    report = json.loads((DATA / "compare_report.json").read_text())
+        print(f"{scheme} compare: {elapsed:.2f} s")
+    report = json.loads((DATA / f"compare_{scheme}_report.json").read_text())
     pair = report["pairs"][0]
-    result = {
+    return {
         "samples_per_run": SAMPLES * EPOCHS,
         "sample_ids": SAMPLES,
         "epochs": EPOCHS,
@@ -89,6 +116,11 @@ def main() -> None:
         "composite_diff": pair["composite"],
         "n_pairs": pair["n_pairs"],
     }
+
+
+def main() -> None:
+    DATA.mkdir(exist_ok=True)
+    result = {scheme: bench(scheme) for scheme in SCENARIOS}
     print(json.dumps(result, indent=2))
     save("compare", result)
 

@@ -136,6 +136,24 @@ def test_judge_score_off_the_default_scale_is_an_error(make_samples: MakeSamples
         get_scheme("layered").score(samples)
 
 
+def test_judge_score_off_its_given_scale_is_an_error(make_samples: MakeSamples) -> None:
+    judgments = [{"judge": "a", "score": 12.0, "scale_min": 0.0, "scale_max": 10.0}]
+    samples = make_samples([{"run": "r", "task": "t", "sample_id": "s", "judgments": judgments}])
+    with pytest.raises(InputError, match=r"12\.0 is outside its scale 0–10 in sample"):
+        get_scheme("layered").score(samples)
+
+
+def test_scores_at_the_bounds_of_their_scale_are_accepted(make_samples: MakeSamples) -> None:
+    judgments = [
+        {"judge": "a", "score": 0.0, "scale_min": 0.0, "scale_max": 10.0},
+        {"judge": "b", "score": 0.7, "scale_min": 0.1, "scale_max": 0.7},
+    ]
+    samples = make_samples([{"run": "r", "task": "t", "sample_id": "s", "judgments": judgments}])
+    _, arrays = layers_of(samples)
+    assert arrays.values["judge"][0] == pytest.approx((1.0 + 5.0) / 2)
+    assert arrays.judges == {"a": pytest.approx([1.0]), "b": pytest.approx([5.0])}
+
+
 def test_gate_is_inclusive_at_the_threshold(make_samples: MakeSamples) -> None:
     # 5 of 8 passing → 1 + 4·0.625 = 3.5 exactly (binary-exact); 4 of 8 → 3.0
     rows = [row("at", i, fact=(5, 8)) for i in range(5)] + [
@@ -183,3 +201,26 @@ def test_unknown_scheme_options_are_rejected(make_samples: MakeSamples) -> None:
     samples = make_samples([row("r", 0, judge=3.0)])
     with pytest.raises(InputError, match="no option"):
         get_scheme("layered").score(samples, wieghts="fact=1")
+
+
+@pytest.mark.parametrize("weight", [None, 1.0, 1.5])
+def test_counted_and_weighted_paths_agree_with_the_formula(
+    make_samples: MakeSamples, weight: float | None
+) -> None:
+    """Unit weights are counted in one packed pass; other weights, and samples with more than
+    1,023 assertions, take the weighted sums. Both must give 1 + 4·passed/total."""
+    small = [{"type": "contains", "weight": weight, "passed": i % 3 == 0} for i in range(7)]
+    small += [{"type": "max_length", "weight": weight, "passed": i % 2 == 0} for i in range(5)]
+    large = [{"type": "regex", "weight": weight, "passed": i % 4 == 0} for i in range(1100)]
+    samples = make_samples(
+        [
+            {"run": "r", "task": "t", "sample_id": "small", "assertions": small},
+            {"run": "r", "task": "t", "sample_id": "large", "assertions": large},
+        ]
+    )
+    _, arrays = layers_of(samples)
+    fact = dict(zip(["large", "small"], arrays.values["fact"], strict=True))
+    assert fact["small"] == pytest.approx(1 + 4 * 3 / 7)
+    assert fact["large"] == pytest.approx(1 + 4 * 275 / 1100)
+    assert arrays.values["behavior"][1] == pytest.approx(1 + 4 * 3 / 5)
+    assert np.isnan(arrays.values["behavior"][0])

@@ -173,3 +173,25 @@ def test_coverage_is_nominal(kind: str) -> None:
         covered += res.low <= truth <= res.high
     rate = covered / trials
     assert 0.94 <= rate <= 0.96, rate
+
+
+def test_sums_equal_but_for_rounding_are_one_category() -> None:
+    from calipers.stats.bootstrap import _distinct
+
+    sums = np.array([0.1 + 0.2, 0.3, 0.5, 0.7, 0.3])  # 0.1 + 0.2 is 0.30000000000000004
+    values, sizes, mult = _distinct(sums, np.ones(5))
+    assert values.tolist() == [0.1 + 0.2, 0.5, 0.7]  # first occurrence, its exact sum
+    assert mult.tolist() == [3.0, 1.0, 1.0]
+    assert sizes.tolist() == [1.0, 1.0, 1.0]
+    # Real differences at the scale of the data stay apart.
+    values, _, mult = _distinct(np.array([1.0, 1.0 + 1e-6, 1.0]), np.ones(3))
+    assert values.tolist() == [1.0, 1.0 + 1e-6] and mult.tolist() == [2.0, 1.0]
+
+
+def test_dense_codes_renumber_in_label_order() -> None:
+    from calipers.stats.bootstrap import dense_codes
+
+    assert dense_codes(np.array([7, 3, 3, 9, 7])).tolist() == [1, 0, 0, 2, 1]
+    assert dense_codes(np.array([2, 0, 1])).tolist() == [2, 0, 1]
+    assert dense_codes(np.array(["b", "a", "b"])).tolist() == [1, 0, 1]
+    assert dense_codes(np.array([10**12, 5])).tolist() == [1, 0]  # sparse: sorted instead

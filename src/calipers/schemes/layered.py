@@ -13,23 +13,25 @@ A sample without any layer has no composite: it is counted as missing, not score
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from calipers.data.files import sql_literal
-from calipers.data.model import FACT_ASSERTIONS, layer_case
+from calipers.data.model import BEHAVIOR_ASSERTIONS, FACT_ASSERTIONS, layer_case
 from calipers.data.source import SampleSet
 from calipers.errors import InputError
 from calipers.schemes.base import ComparableScheme, SchemeResult, reject_options
 from calipers.schemes.persample import (
     FloatArray,
     RunSummary,
+    StagedRows,
     StagedScores,
-    stage_table,
+    as_floats,
+    stage_rows,
     summarize_run,
 )
 from calipers.schemes.registry import register
@@ -40,7 +42,6 @@ if TYPE_CHECKING:
 
 LAYERS = ("fact", "behavior", "judge")
 DEFAULT_THRESHOLD = 3.5
-_staged_tables = itertools.count()
 
 
 def parse_weights(text: str | Mapping[str, float] | None) -> dict[str, float]:
@@ -104,11 +105,35 @@ def _judge_score(j: str) -> str:
 
 
 _JUDGE_OK = "j.dimension IS NULL AND j.score IS NOT NULL AND j.error IS NULL"
+_IN_SCALE = "j.score BETWEEN coalesce(j.scale_min, 1.0) AND coalesce(j.scale_max, 5.0)"
+_SCALE_TOLERANCE = 1e-9  # rescaling a score at a bound of its scale may land a hair outside 1–5
+
+# Assertions are counted in one pass per sample: each adds 1 to one of six 10-bit counters packed
+# in a BIGINT (a list_transform over millions of assertions costs about as much per pass as the
+# rest of staging together). Weights other than 1, or more than 1,023 assertions in a sample, take
+# the general path of weighted sums.
+_SLOTS = ("fact_passed", "fact_failed", "behavior_passed", "behavior_failed", "bad", "weighted")
+_BITS = 10
+_MAX_PACKED = (1 << _BITS) - 1
+
+
+def _packed_assertions() -> str:
+    fact = ", ".join(f"'{t}'" for t in FACT_ASSERTIONS)
+    behavior = ", ".join(f"'{t}'" for t in BEHAVIOR_ASSERTIONS)
+    one = {slot: f"{1 << (_BITS * i)}::BIGINT" for i, slot in enumerate(_SLOTS)}
+    return (
+        "list_sum(list_transform(assertions, lambda a: CASE "
+        f"WHEN a.passed IS NULL OR a.type IS NULL THEN {one['bad']} "
+        f"WHEN a.type IN ({fact}) THEN CASE WHEN a.passed THEN {one['fact_passed']} "
+        f"ELSE {one['fact_failed']} END "
+        f"WHEN a.type IN ({behavior}) THEN CASE WHEN a.passed THEN {one['behavior_passed']} "
+        f"ELSE {one['behavior_failed']} END "
+        f"ELSE {one['bad']} END + CASE WHEN a.weight IS NOT NULL AND a.weight <> 1 "
+        f"THEN {one['weighted']} ELSE 0::BIGINT END))::BIGINT"
+    )
 
 
 def _weight_sum(*, fact_only: bool, passed: bool) -> str:
-    # Every type is known by now (checked first), so behavior = all − fact: two cheap passes
-    # instead of two per layer.
     conds = [f"a.type IN ({', '.join(repr(t) for t in FACT_ASSERTIONS)})"] if fact_only else []
     conds += ["a.passed"] if passed else []
     value = "coalesce(a.weight, 1.0)"
@@ -116,23 +141,23 @@ def _weight_sum(*, fact_only: bool, passed: bool) -> str:
     return f"list_sum(list_transform(assertions, lambda a: {body}))"
 
 
-def _check(samples: SampleSet, where: str) -> None:
-    """Ungraded assertion specs and judge scores off the default scale are input errors."""
+def _judge_scores(name: str | None) -> str:
+    """A sample's overall judgments by one judge (None: by an unnamed one), rescaled to 1–5."""
+    who = "j.judge IS NULL" if name is None else f"j.judge = {sql_literal(name)}"
+    return (
+        f"list_transform(judgments, lambda j: CASE WHEN {_JUDGE_OK} AND {who} "
+        f"THEN {_judge_score('j')} END)"
+    )
+
+
+def _raise_bad_input(samples: SampleSet, where: str) -> None:
+    """Find the first sample with an unknown assertion type, an ungraded assertion or a judge score
+    off its scale, and say which (only runs when staging saw one)."""
     rel = samples.relation
-    flagged = samples.con.execute(
-        "SELECT count_if(list_bool_or(list_transform(assertions, lambda a: "
-        f"{layer_case('a')} = 'unknown' OR a.passed IS NULL))), "
-        f"count_if(list_bool_or(list_transform(judgments, lambda j: {_JUDGE_OK} AND "
-        "(j.scale_min IS NULL OR j.scale_max IS NULL) AND "
-        "(j.score < coalesce(j.scale_min, 1.0) OR j.score > coalesce(j.scale_max, 5.0))))) "
-        f"FROM {rel} WHERE {where}"
-    ).fetchall()[0]
-    if not any(flagged):  # the common case: one scan, and the detailed queries never run
-        return
     unknown = samples.con.execute(
         f"SELECT run, task, sample_id, epoch, a.type FROM (SELECT run, task, sample_id, epoch, "
-        f"unnest(assertions) AS a FROM {rel} WHERE {where}) WHERE {layer_case('a')} = 'unknown' "
-        "LIMIT 1"
+        f"unnest(assertions) AS a FROM {rel} WHERE {where}) "
+        f"WHERE coalesce({layer_case('a')}, 'unknown') = 'unknown' LIMIT 1"
     ).fetchall()
     if unknown:
         r = unknown[0]
@@ -154,18 +179,67 @@ def _check(samples: SampleSet, where: str) -> None:
             "for the store.",
         )
     off_scale = samples.con.execute(
-        f"SELECT run, task, sample_id, epoch, j.score FROM (SELECT run, task, sample_id, epoch, "
-        f"unnest(judgments) AS j FROM {rel} WHERE {where}) WHERE {_JUDGE_OK} AND "
-        "(j.scale_min IS NULL OR j.scale_max IS NULL) AND "
-        "(j.score < coalesce(j.scale_min, 1.0) OR j.score > coalesce(j.scale_max, 5.0)) LIMIT 1"
+        f"SELECT run, task, sample_id, epoch, j.score, coalesce(j.scale_min, 1.0), "
+        f"coalesce(j.scale_max, 5.0) FROM (SELECT run, task, sample_id, epoch, "
+        f"unnest(judgments) AS j FROM {rel} WHERE {where}) WHERE {_JUDGE_OK} AND NOT {_IN_SCALE} "
+        "LIMIT 1"
     ).fetchall()
     if off_scale:
         r = off_scale[0]
+        scale = "the default 1–5 scale" if (r[5], r[6]) == (1.0, 5.0) else "its scale"
         raise InputError(
-            f"judge score {r[4]} is outside the default 1–5 scale in sample (run={r[0]}, "
-            f"task={r[1]}, sample_id={r[2]}, epoch={r[3]})",
+            f"judge score {r[4]} is outside {scale} {r[5]:g}–{r[6]:g} in sample "
+            f"(run={r[0]}, task={r[1]}, sample_id={r[2]}, epoch={r[3]})",
             hint="Give the judgment's scale_min and scale_max.",
         )
+    raise InputError(f"{samples.origin}: an assertion or judgment could not be read")
+
+
+def _layer(passed: npt.ArrayLike, total: npt.ArrayLike) -> FloatArray:
+    p, t = np.asarray(passed, dtype=np.float64), np.asarray(total, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(t > 0, 1.0 + 4.0 * p / t, np.nan)
+
+
+def _assertion_layers(
+    samples: SampleSet, runs: list[str], rows: StagedRows
+) -> dict[str, FloatArray]:
+    packed = np.asarray(np.ma.filled(rows.columns["packed"], 0), dtype=np.int64)
+    slot = {name: (packed >> (_BITS * i)) & _MAX_PACKED for i, name in enumerate(_SLOTS)}
+    n_assertions = np.asarray(np.ma.filled(rows.columns["n_assertions"], 0), dtype=np.int64)
+    if slot["bad"].any():
+        _raise_bad_input(samples, f"run IN ({', '.join(sql_literal(r) for r in runs)})")
+    if not slot["weighted"].any() and n_assertions.max(initial=0) <= _MAX_PACKED:
+        fact_total = slot["fact_passed"] + slot["fact_failed"]
+        behavior_total = slot["behavior_passed"] + slot["behavior_failed"]
+        return {
+            "fact": _layer(slot["fact_passed"], fact_total),
+            "behavior": _layer(slot["behavior_passed"], behavior_total),
+        }
+    # Every type is known by now, so behavior = all − fact: two passes fewer.
+    weighted = stage_rows(
+        samples,
+        runs,
+        {
+            "f_total": _weight_sum(fact_only=True, passed=False),
+            "f_passed": _weight_sum(fact_only=True, passed=True),
+            "a_total": _weight_sum(fact_only=False, passed=False),
+            "a_passed": _weight_sum(fact_only=False, passed=True),
+        },
+    )
+    col = {k: np.nan_to_num(as_floats(v)) for k, v in weighted.columns.items()}
+    return {
+        "fact": _layer(col["f_passed"], col["f_total"]),
+        "behavior": _layer(col["a_passed"] - col["f_passed"], col["a_total"] - col["f_total"]),
+    }
+
+
+def _judge_names(samples: SampleSet, where: str) -> list[str | None]:
+    rows = samples.con.execute(
+        f"SELECT DISTINCT j.judge FROM (SELECT unnest(judgments) AS j FROM {samples.relation} "
+        f"WHERE {where}) WHERE {_JUDGE_OK} ORDER BY 1 NULLS LAST"
+    ).fetchall()
+    return [r[0] for r in rows]
 
 
 def stage_layers(
@@ -175,71 +249,61 @@ def stage_layers(
     weights: Mapping[str, float],
     standardize: bool,
 ) -> StagedScores:
-    """One row per sample of `runs` with its fact, behavior and judge layers (NaN = missing)."""
-    con = samples.con
+    """Each sample of `runs` with its fact, behavior and judge layers (NaN = missing)."""
     where = f"run IN ({', '.join(sql_literal(r) for r in runs)})"
-    _check(samples, where)
-    judges = [
-        r[0]
-        for r in con.execute(
-            f"SELECT DISTINCT j.judge FROM (SELECT unnest(judgments) AS j FROM {samples.relation} "
-            f"WHERE {where}) WHERE j.judge IS NOT NULL AND {_JUDGE_OK} ORDER BY 1 LIMIT 50"
-        ).fetchall()
-    ]
-    judge_columns = {name: f"judge__{i}" for i, name in enumerate(judges)}
-    per_judge = "".join(
-        f", list_avg(list_transform(list_filter(judgments, lambda j: {_JUDGE_OK} AND "
-        f"j.judge = {sql_literal(name)}), lambda j: {_judge_score('j')})) AS {col}"
-        for name, col in judge_columns.items()
+    judges = _judge_names(samples, where)
+    expressions = {"packed": _packed_assertions(), "n_assertions": "len(assertions)"}
+    lists = {f"judge_{i}": _judge_scores(name) for i, name in enumerate(judges)}
+    for i in range(len(judges)):
+        # One transform per judge, four cheap aggregates over it. A rescaled score outside 1–5 is
+        # a score off its scale: min and max catch it without another pass.
+        for agg in ("sum", "count", "min", "max"):
+            expressions[f"judge_{i}_{agg}"] = f"list_{agg}(judge_{i})"
+    expressions["human"] = (
+        "list_avg(list_transform(list_filter(human, lambda h: h.dimension IS NULL), "
+        "lambda h: h.score))"
     )
-    table = f"calipers_layered_{next(_staged_tables)}"
-    stage_table(
-        con,
-        table,
-        f"""
-        SELECT run, task, sample_id, epoch,
-               CASE WHEN f_total > 0 THEN 1.0 + 4.0 * f_passed / f_total END AS fact,
-               CASE WHEN a_total - f_total > 0
-                    THEN 1.0 + 4.0 * (a_passed - f_passed) / (a_total - f_total) END AS behavior,
-               judge, human {"".join(", " + c for c in judge_columns.values())}
-        FROM (
-            SELECT run, task, sample_id, epoch,
-                   {_weight_sum(fact_only=True, passed=False)} AS f_total,
-                   {_weight_sum(fact_only=True, passed=True)} AS f_passed,
-                   {_weight_sum(fact_only=False, passed=False)} AS a_total,
-                   {_weight_sum(fact_only=False, passed=True)} AS a_passed,
-                   list_avg(list_transform(list_filter(judgments, lambda j: {_JUDGE_OK}),
-                            lambda j: {_judge_score("j")})) AS judge,
-                   list_avg(list_transform(list_filter(human, lambda h: h.dimension IS NULL),
-                            lambda h: h.score)) AS human
-                   {per_judge}
-            FROM {samples.relation} WHERE {where}
-        )
-        """,
-    )
+    rows = stage_rows(samples, runs, expressions, lists=lists)
+    values = _assertion_layers(samples, runs, rows)
+    n = rows.columns["sid"].size
+    judge_sum, judge_count = np.zeros(n), np.zeros(n)
+    per_judge: dict[str, FloatArray] = {}
+    for i, name in enumerate(judges):
+        col = {agg: as_floats(rows.columns[f"judge_{i}_{agg}"]) for agg in ("sum", "min", "max")}
+        low, high = np.nanmin(col["min"], initial=1.0), np.nanmax(col["max"], initial=5.0)
+        if low < 1.0 - _SCALE_TOLERANCE or high > 5.0 + _SCALE_TOLERANCE:
+            _raise_bad_input(samples, where)
+        count = np.nan_to_num(as_floats(rows.columns[f"judge_{i}_count"]))
+        total = np.nan_to_num(col["sum"])
+        judge_sum += total
+        judge_count += count
+        if name is not None:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                per_judge[name] = np.where(count > 0, total / count, np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        values["judge"] = np.where(judge_count > 0, judge_sum / judge_count, np.nan)
+    human = as_floats(rows.columns["human"])
     notes: list[str] = []
     w = dict(weights)
 
-    def raw(values: Mapping[str, FloatArray]) -> FloatArray:
-        return weighted_mean(values, w)
+    def raw(layers: Mapping[str, FloatArray]) -> FloatArray:
+        return weighted_mean(layers, w)
 
     combine = raw
     if standardize:
-        stats = con.execute(
-            "SELECT " + ", ".join(f"avg({n}), stddev_samp({n})" for n in LAYERS) + f" FROM {table}"
-        ).fetchall()[0]
         centre = {}
-        for i, name in enumerate(LAYERS):
-            mean, sd = stats[2 * i], stats[2 * i + 1]
-            if mean is None:
+        for name in LAYERS:
+            x = values[name][np.isfinite(values[name])]
+            if x.size == 0:
                 continue
+            sd = float(np.std(x, ddof=1)) if x.size > 1 else 0.0
             if not sd:
                 notes.append(f"standardize: the {name} layer does not vary; its z-scores are 0")
-            centre[name] = (float(mean), float(sd) if sd else 0.0)
+            centre[name] = (float(x.mean()), sd)
 
-        def combine(values: Mapping[str, FloatArray]) -> FloatArray:
+        def combine(layers: Mapping[str, FloatArray]) -> FloatArray:
             z = {}
-            for name, x in values.items():
+            for name, x in layers.items():
                 if name in centre:
                     mean, sd = centre[name]
                     z[name] = (x - mean) / sd if sd > 0 else np.where(np.isfinite(x), 0.0, np.nan)
@@ -250,14 +314,16 @@ def stage_layers(
             "the composite is in standard deviations, gates still read the 1–5 layer means"
         )
     return StagedScores(
-        con=con,
-        table=table,
+        runs=rows.run_arrays(
+            {name: values[name] for name in LAYERS},
+            per_judge if len(per_judge) >= 2 else {},
+            human,
+        ),
+        tasks=rows.tasks,
         components=LAYERS,
         combine=combine,
         raw_combine=raw,
         gated=True,
-        judge_columns=judge_columns,
-        human_column="human",
         notes=notes,
     )
 

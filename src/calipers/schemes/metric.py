@@ -7,20 +7,19 @@ is missing, never 0.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping
 from typing import Any
+
+import numpy as np
 
 from calipers.data.files import sql_literal
 from calipers.data.source import SampleSet
 from calipers.errors import InputError
 from calipers.schemes.base import ComparableScheme, reject_options
 from calipers.schemes.layered import SummaryResult, summarize
-from calipers.schemes.persample import FloatArray, StagedScores, stage_table
+from calipers.schemes.persample import FloatArray, StagedScores, as_floats, stage_rows
 from calipers.schemes.registry import register
 from calipers.stats import DEFAULT_SEED
-
-_staged_tables = itertools.count()
 
 
 def _value(values: Mapping[str, FloatArray]) -> FloatArray:
@@ -44,24 +43,17 @@ def stage_metric(samples: SampleSet, runs: list[str], *, metric: str | None) -> 
             "the metric scheme needs --metric NAME",
             hint=f"Metrics in {samples.origin}: {', '.join(available_metrics(samples)) or 'none'}.",
         )
-    where = f"run IN ({', '.join(sql_literal(r) for r in runs)})"
     expr = "correct" if metric == "correct" else f"scores[{sql_literal(metric)}]"
-    table = f"calipers_metric_{next(_staged_tables)}"
-    stage_table(
-        samples.con,
-        table,
-        f"SELECT run, task, sample_id, epoch, {expr}::DOUBLE AS value "
-        f"FROM {samples.relation} WHERE {where}",
-    )
-    present = samples.con.execute(f"SELECT count(value) FROM {table}").fetchall()[0][0]
-    if not present:
+    rows = stage_rows(samples, runs, {"value": f"({expr})::DOUBLE"})
+    value = as_floats(rows.columns["value"])
+    if not np.isfinite(value).any():
         raise InputError(
             f"no sample in {samples.origin} has the metric '{metric}'",
             hint=f"Metrics there: {', '.join(available_metrics(samples)) or 'none'}.",
         )
     return StagedScores(
-        con=samples.con,
-        table=table,
+        runs=rows.run_arrays({"value": value}),
+        tasks=rows.tasks,
         components=("value",),
         combine=_value,
         raw_combine=_value,

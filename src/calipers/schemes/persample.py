@@ -1,8 +1,9 @@
 """Per-sample scores of the schemes that compare runs (layered, metric), and the summary of one run.
 
-A comparable scheme stages one row per sample — (run, task, sample_id, epoch) and a column per
-component (the layers, or the one metric), NaN where missing — in a DuckDB table. Everything after
-that is shared: a run's summary here, the paired comparison in `calipers.verdicts`.
+A comparable scheme stages, in one query, one row per sample — integer codes for the run, the
+sample and the task, the epoch, and a value per component (the layers, or the one metric), NaN where
+missing — as numpy arrays. Everything after that is shared: a run's summary here, the paired
+comparison in `calipers.verdicts`.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import duckdb
 import numpy as np
 import numpy.typing as npt
 
+from calipers.data.files import sql_literal
+from calipers.data.source import SampleSet
 from calipers.errors import DataError, InputError
 from calipers.stats import BootstrapResult, krippendorff_alpha, mean_bootstrap, pearson
 from calipers.stats.saturation import SaturationResult, saturation
@@ -30,74 +32,121 @@ CV_LIMIT = 0.15
 
 
 @dataclass
-class StagedScores:
-    """A DuckDB table of per-sample components for some runs, and how to combine them."""
+class RunArrays:
+    """One run's per-sample values, ordered by (task, sample_id, epoch); cluster = sample."""
 
-    con: duckdb.DuckDBPyConnection
-    table: str
+    run: str
+    sid: npt.NDArray[np.int64]  # sample code shared by every staged run: pairs match on it
+    epoch: npt.NDArray[np.int64]
+    cluster: npt.NDArray[np.int64]  # sid renumbered 0..k−1 within the run
+    task_code: npt.NDArray[np.int64]  # index into StagedScores.tasks
+    tasks: list[str]
+    values: dict[str, FloatArray]
+    judges: dict[str, FloatArray]
+    human: FloatArray | None
+
+
+@dataclass
+class StagedScores:
+    """Per-sample components of some runs, as arrays, and how to combine them."""
+
+    runs: dict[str, RunArrays]
+    tasks: list[str]  # task code → name, shared by the runs
     components: tuple[str, ...]  # e.g. ("fact", "behavior", "judge") or ("value",)
     combine: Combine  # components → the composite the verdict reads
     raw_combine: Combine  # the same without standardisation (for CV, which needs a ratio scale)
     gated: bool  # whether components have gates (layered) or not (metric)
-    judge_columns: dict[str, str] = field(default_factory=dict)  # judge name → column
-    human_column: str | None = None
     notes: list[str] = field(default_factory=list)
+    _composites: dict[tuple[str, bool], FloatArray] = field(default_factory=dict, repr=False)
 
     def fetch(self, run: str) -> RunArrays:
-        cols = [*self.components, *self.judge_columns.values()]
-        if self.human_column:
-            cols.append(self.human_column)
-        select = ", ".join(f'"{c}"' for c in cols)
-        data = self.con.execute(
-            f"SELECT epoch, sid, task_code, {select} FROM {self.table} WHERE run = ? "
-            "ORDER BY sid, epoch",
-            [run],
-        ).fetchnumpy()
-        codes = np.asarray(data["task_code"], dtype=np.int64)
-        names = self.task_names()
-        present = np.unique(codes)
-        remap = np.full(len(names), -1, dtype=np.int64)
-        remap[present] = np.arange(present.size)
-        arrays = {c: as_floats(data[c]) for c in cols}
-        return RunArrays(
-            run=run,
-            epoch=np.asarray(data["epoch"], dtype=np.int64),
-            cluster=dense_sorted(np.asarray(data["sid"], dtype=np.int64)),
-            task_code=remap[codes],
-            tasks=[names[i] for i in present],
-            values={c: arrays[c] for c in self.components},
-            judges={j: arrays[c] for j, c in self.judge_columns.items()},
-            human=arrays[self.human_column] if self.human_column else None,
-        )
+        return self.runs[run]
 
-    def task_names(self) -> list[str]:
-        rows = self.con.execute(
-            f"SELECT DISTINCT task_code, task FROM {self.table} ORDER BY task_code"
-        ).fetchall()
-        return [r[1] for r in rows]
+    def composite(self, run: str, *, raw: bool = False) -> FloatArray:
+        """The run's composite per sample (`raw`: without standardisation), computed once."""
+        key = (run, raw or self.combine is self.raw_combine)
+        if key not in self._composites:
+            combine = self.raw_combine if key[1] else self.combine
+            self._composites[key] = combine(self.runs[run].values)
+        return self._composites[key]
 
 
-def stage_table(con: duckdb.DuckDBPyConnection, table: str, select: str) -> None:
-    """Create the staged table from `select` (run, task, sample_id, epoch, components…), adding
-    integer codes for the sample (`sid`) and the task, so that pairing and resampling work on
-    integers instead of strings. Codes follow (task, sample_id) order, so results do not depend
-    on thread scheduling; numbering the distinct keys and joining beats a window over all rows."""
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {table}_raw AS {select}")
-    con.execute(
+@dataclass
+class StagedRows:
+    """The rows of `stage_rows`: one numpy column per name, and where each run's rows are."""
+
+    columns: dict[str, Any]
+    spans: dict[str, slice]
+    tasks: list[str]
+
+    def run_arrays(
+        self,
+        values: Mapping[str, FloatArray],
+        judges: Mapping[str, FloatArray] | None = None,
+        human: FloatArray | None = None,
+    ) -> dict[str, RunArrays]:
+        """Split whole-table arrays (in the rows' order) into one RunArrays per run."""
+        out = {}
+        for run, span in self.spans.items():
+            sid = self.columns["sid"][span]
+            out[run] = RunArrays(
+                run=run,
+                sid=sid,
+                epoch=self.columns["epoch"][span],
+                cluster=dense_sorted(sid),
+                task_code=self.columns["task_code"][span],
+                tasks=self.tasks,
+                values={k: v[span] for k, v in values.items()},
+                judges={k: v[span] for k, v in (judges or {}).items()},
+                human=human[span] if human is not None else None,
+            )
+        return out
+
+
+def stage_rows(
+    samples: SampleSet,
+    runs: list[str],
+    expressions: Mapping[str, str],
+    *,
+    lists: Mapping[str, str] | None = None,
+) -> StagedRows:
+    """One query over the samples of `runs`: each SQL expression per sample (which may read the
+    columns named in `lists`, computed once per sample beforehand), with integer codes for
+    the run, the sample (`sid`, over (task, sample_id), shared by the runs so that pairs match on
+    it) and the task, ordered by (run, sid, epoch). Codes follow sorted names, so results do not
+    depend on thread scheduling; numbering the distinct keys and joining beats a window over all
+    rows, and integers make pairing and resampling cheap."""
+    rel, con = samples.relation, samples.con
+    where = f"run IN ({', '.join(sql_literal(r) for r in runs)})"
+    run_code = " ".join(f"WHEN {sql_literal(r)} THEN {i}" for i, r in enumerate(runs))
+    exprs = "".join(f', {sql} AS "{name}"' for name, sql in expressions.items())
+    derived = "".join(f", {sql} AS {name}" for name, sql in (lists or {}).items())
+    columns = con.execute(
         f"""
-        CREATE OR REPLACE TEMP TABLE {table} AS
         WITH keys AS (
-            SELECT task, sample_id, row_number() OVER (ORDER BY task, sample_id) - 1 AS sid
-            FROM (SELECT DISTINCT task, sample_id FROM {table}_raw)
+            SELECT task, sample_id, (row_number() OVER (ORDER BY task, sample_id) - 1)::BIGINT
+                AS sid
+            FROM (SELECT DISTINCT task, sample_id FROM {rel} WHERE {where})
         ), tasks AS (
-            SELECT task, row_number() OVER (ORDER BY task) - 1 AS task_code
-            FROM (SELECT DISTINCT task FROM {table}_raw)
+            SELECT task, (row_number() OVER (ORDER BY task) - 1)::BIGINT AS task_code
+            FROM (SELECT DISTINCT task FROM {rel} WHERE {where})
         )
-        SELECT r.*, keys.sid, tasks.task_code
-        FROM {table}_raw r JOIN keys USING (task, sample_id) JOIN tasks USING (task)
+        SELECT (CASE run {run_code} END)::INTEGER AS run_code, keys.sid, tasks.task_code,
+               s.epoch::BIGINT AS epoch {exprs}
+        FROM (SELECT *{derived} FROM {rel} WHERE {where}) s
+        JOIN keys USING (task, sample_id) JOIN tasks USING (task)
+        ORDER BY run_code, sid, epoch
         """
-    )
-    con.execute(f"DROP TABLE {table}_raw")
+    ).fetchnumpy()
+    tasks = [r[0] for r in con.execute(f"SELECT DISTINCT task FROM {rel} WHERE {where} ORDER BY 1")
+             .fetchall()]  # fmt: skip
+    codes = np.asarray(columns["run_code"])
+    bounds = np.searchsorted(codes, np.arange(len(runs) + 1))
+    spans = {r: slice(int(bounds[i]), int(bounds[i + 1])) for i, r in enumerate(runs)}
+    columns["sid"] = np.asarray(columns["sid"], dtype=np.int64)
+    columns["epoch"] = np.asarray(columns["epoch"], dtype=np.int64)
+    columns["task_code"] = np.asarray(columns["task_code"], dtype=np.int64)
+    return StagedRows(columns, spans, tasks)
 
 
 def dense_sorted(codes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -105,20 +154,6 @@ def dense_sorted(codes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     if codes.size == 0:
         return codes
     return np.concatenate([[0], np.cumsum(codes[1:] != codes[:-1])]).astype(np.int64)
-
-
-@dataclass
-class RunArrays:
-    """One run's per-sample values, ordered by (task, sample_id, epoch); cluster = sample."""
-
-    run: str
-    epoch: npt.NDArray[np.int64]
-    cluster: npt.NDArray[np.int64]
-    task_code: npt.NDArray[np.int64]
-    tasks: list[str]
-    values: dict[str, FloatArray]
-    judges: dict[str, FloatArray]
-    human: FloatArray | None
 
 
 @dataclass
@@ -188,7 +223,7 @@ def summarize_run(
 ) -> RunSummary:
     """A run's scores. `component_intervals=False` skips the interval of each component (a
     comparison reads their paired differences instead)."""
-    composite = staged.combine(arrays.values)
+    composite = staged.composite(arrays.run)
     present = np.isfinite(composite)
     if not present.any():
         raise DataError(
@@ -225,7 +260,7 @@ def summarize_run(
         judge_pearson=_judge_pearson(arrays.judges),
         judge_alpha=_judge_alpha(arrays.judges),
         human_pearson=_human_pearson(arrays),
-        cv_median=_cv_median(staged.raw_combine(arrays.values), arrays.cluster),
+        cv_median=_cv_median(staged.composite(arrays.run, raw=True), arrays.cluster),
         saturation=saturation(composite, arrays.cluster, arrays.epoch, z=z),
         tasks=_task_means(composite, arrays),
     )
@@ -234,13 +269,15 @@ def summarize_run(
 def _task_means(
     composite: FloatArray, arrays: RunArrays
 ) -> dict[str, dict[str, float | int | None]]:
+    """Mean composite per task the run has (None when none of its samples has a composite)."""
     keep = np.isfinite(composite)
     k = len(arrays.tasks)
+    present = np.bincount(arrays.task_code, minlength=k) > 0
     n = np.bincount(arrays.task_code[keep], minlength=k)
     sums = np.bincount(arrays.task_code[keep], weights=composite[keep], minlength=k)
     return {
-        task: {"mean": float(sums[i] / n[i]) if n[i] else None, "n": int(n[i])}
-        for i, task in enumerate(arrays.tasks)
+        arrays.tasks[i]: {"mean": float(sums[i] / n[i]) if n[i] else None, "n": int(n[i])}
+        for i in np.flatnonzero(present)
     }
 
 

@@ -162,19 +162,22 @@ def _validate(
     labels = np.asarray(clusters)
     if labels.shape != x.shape:
         raise InputError(f"clusters has {labels.size} labels for {x.size} observations")
-    codes = _dense_codes(labels)
+    codes = dense_codes(labels)
     if codes.max() < 1:
         raise InputError("need at least 2 clusters to resample")
     return codes
 
 
-def _dense_codes(labels: npt.NDArray[Any]) -> npt.NDArray[np.intp]:
-    """Labels as codes 0..k−1. Integer labels that already are (each value in 0..k−1 used) pass
-    through in O(n), which is what the comparison engine hands in; others are sorted."""
+def dense_codes(labels: npt.NDArray[Any]) -> npt.NDArray[np.intp]:
+    """Labels as codes 0..k−1 in sorted label order. Small non-negative integer labels (what the
+    comparison engine hands in) are renumbered by counting in O(n); others are sorted."""
     if labels.dtype.kind in "iu" and labels.size and labels.min() >= 0:
         top = int(labels.max())
-        if top < 2 * labels.size and np.bincount(labels, minlength=top + 1).all():
-            return labels.astype(np.intp, copy=False)
+        if top < 4 * labels.size:
+            present = np.bincount(labels, minlength=top + 1) > 0
+            if present.all():
+                return labels.astype(np.intp, copy=False)
+            return np.asarray((np.cumsum(present) - 1)[labels], dtype=np.intp)
     return np.unique(labels, return_inverse=True)[1].ravel()
 
 
@@ -204,14 +207,20 @@ def _distinct(sums: FloatArray, sizes: FloatArray) -> tuple[FloatArray, FloatArr
             order = np.argsort(first, kind="stable")
             mult = counts[values].astype(np.float64)
             return (values[order] + lo).astype(np.float64), np.ones(values.size), mult[order]
-    # Sort by (sum, size) and cut at changes: much faster than np.unique(axis=0) on row pairs.
-    order = np.lexsort((sizes, sums)) if np.ptp(sizes) > 0 else np.argsort(sums, kind="stable")
-    s, z = sums[order], sizes[order]
-    starts = np.flatnonzero(np.r_[True, (s[1:] != s[:-1]) | (z[1:] != z[:-1])])
+    # Sums that differ only by floating-point rounding (the same scores added in another order)
+    # are one value: keys round them to 2⁻⁴⁰ of the largest magnitude, a change to the mean far
+    # below any reported digit that turns thousands of spurious categories into the few hundred
+    # real ones. Each category keeps the exact sum of its first unit.
+    scale = float(np.max(np.abs(sums)))
+    keys = np.rint(sums * (2.0**40 / scale)) if scale > 0 and np.isfinite(scale) else sums
+    # Sort by (key, size) and cut at changes: much faster than np.unique(axis=0) on row pairs.
+    order = np.lexsort((sizes, keys)) if np.ptp(sizes) > 0 else np.argsort(keys, kind="stable")
+    k, z = keys[order], sizes[order]
+    starts = np.flatnonzero(np.r_[True, (k[1:] != k[:-1]) | (z[1:] != z[:-1])])
     first = np.minimum.reduceat(order, starts)
-    mult = np.diff(np.r_[starts, s.size]).astype(np.float64)
+    mult = np.diff(np.r_[starts, k.size]).astype(np.float64)
     by_first = np.argsort(first, kind="stable")
-    return s[starts][by_first], z[starts][by_first], mult[by_first]
+    return sums[first][by_first], z[starts][by_first], mult[by_first]
 
 
 def _counting_draws(

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from calipers.stats.bootstrap import dense_codes
+
 SHRINK_LIMIT = 0.05
 TRANSITIONS = 3
 HIGH_CONFIDENCE_SAMPLES = 50
@@ -65,22 +67,22 @@ def saturation(
     ep = np.asarray(epochs)
     keep = np.isfinite(x)
     x, codes, ep = x[keep], codes[keep], ep[keep]
-    n_samples = int(np.unique(codes).size)
+    dense = dense_codes(codes)
+    n_samples = int(dense.max()) + 1 if dense.size else 0
     confidence = confidence_for(n_samples)
-    levels = np.unique(ep)
+    levels = np.flatnonzero(np.bincount(ep)) if ep.size and ep.min() >= 0 else np.unique(ep)
     if levels.size < TRANSITIONS + 1:
         return SaturationResult(
             [], [], None, confidence, n_samples,
             [f"{levels.size} epoch(s): saturation needs at least {TRANSITIONS + 1}"],
         )  # fmt: skip
-    _, dense = np.unique(codes, return_inverse=True)
     sums = np.zeros(n_samples)
     counts = np.zeros(n_samples)
     widths: list[float] = []
     for level in levels:
         at = ep == level
-        np.add.at(sums, dense[at], x[at])
-        np.add.at(counts, dense[at], 1)
+        sums += np.bincount(dense[at], weights=x[at], minlength=n_samples)
+        counts += np.bincount(dense[at], minlength=n_samples)
         seen = counts > 0
         means = sums[seen] / counts[seen]
         sd = float(np.std(means, ddof=1)) if means.size > 1 else 0.0

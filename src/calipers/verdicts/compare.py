@@ -3,6 +3,8 @@ roll-up over pairs. The one library call behind `calipers compare --scheme layer
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,23 +123,60 @@ def compare(
         )
     if len(set(wanted)) != len(wanted):
         raise InputError("a run is named twice among --control and --treatment")
+    return _compare(samples, impl, scheme, control, list(treatments), scheme_options,
+                    threshold, confidence_level, n_resamples, seed, trivial_diff)  # fmt: skip
+
+
+def _compare(
+    samples: SampleSet,
+    impl: ComparableScheme,
+    scheme: str,
+    control: str,
+    treatments: list[str],
+    scheme_options: dict[str, Any] | None,
+    threshold: float,
+    confidence_level: float,
+    n_resamples: int,
+    seed: int,
+    trivial_diff: float,
+) -> CompareResult:
+    wanted = [control, *treatments]
     staged = impl.stage(samples, wanted, **(scheme_options or {}))
     k = max(1, len(treatments))
     pair_confidence = 1.0 - (1.0 - confidence_level) / k
     z = z_from_confidence(confidence_level)
-    variants = {
-        run: summarize_run(
-            staged,
-            staged.fetch(run),
-            threshold=threshold,
-            confidence_level=confidence_level,
-            n_resamples=n_resamples,
-            seed=seed,
-            z=z,
-            component_intervals=False,
-        )
-        for run in wanted
-    }
+    # Bootstraps spend their time in numpy's binomial sampler, which releases the GIL: the run
+    # summaries and the pairs run side by side. Each has its own seeded generator, so results do
+    # not depend on the scheduling.
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        summaries = {
+            run: pool.submit(
+                summarize_run,
+                staged,
+                staged.fetch(run),
+                threshold=threshold,
+                confidence_level=confidence_level,
+                n_resamples=n_resamples,
+                seed=seed,
+                z=z,
+                component_intervals=False,
+            )
+            for run in wanted
+        }
+        comparisons = [
+            pool.submit(
+                compare_pair,
+                staged,
+                control,
+                treatment,
+                confidence_level=pair_confidence,
+                n_resamples=n_resamples,
+                seed=seed,
+            )
+            for treatment in treatments
+        ]
+        variants = {run: future.result() for run, future in summaries.items()}
+        paired = [future.result() for future in comparisons]
     parameters = {
         **(scheme_options or {}),
         "threshold": threshold if staged.gated else None,
@@ -157,15 +196,8 @@ def compare(
             {}, notes,
         )  # fmt: skip
     pairs = []
-    for treatment in treatments:
-        comparison = compare_pair(
-            staged,
-            control,
-            treatment,
-            confidence_level=pair_confidence,
-            n_resamples=n_resamples,
-            seed=seed,
-        )
+    for comparison in paired:
+        treatment = comparison.treatment
         c, t = variants[control], variants[treatment]
         decision = decide(
             comparison, c, t, gated=staged.gated, trivial_diff=trivial_diff, use_cv=staged.gated

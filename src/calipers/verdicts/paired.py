@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from calipers.errors import DataError, InputError
-from calipers.schemes.persample import FloatArray, StagedScores, as_floats, dense_sorted
+from calipers.schemes.persample import FloatArray, StagedScores, dense_sorted
 from calipers.stats import BootstrapResult, minimum_detectable_effect, paired_bootstrap
 from calipers.stats.multivariate import HotellingResult, hotelling_t2
 
@@ -83,34 +83,31 @@ def compare_pair(
     seed: int,
 ) -> PairedComparison:
     comps = staged.components
-    select = ", ".join(f'c."{n}" AS "c_{n}", t."{n}" AS "t_{n}"' for n in comps)
-    data = staged.con.execute(
-        f"SELECT sid, task_code, {select} FROM {staged.table} c "
-        f"JOIN {staged.table} t USING (sid, task_code, epoch) "
-        "WHERE c.run = ? AND t.run = ? ORDER BY sid, epoch",
-        [control, treatment],
-    ).fetchnumpy()
-    n_rows = len(data["sid"])
+    c_run, t_run = staged.fetch(control), staged.fetch(treatment)
+    # Both runs are sorted by (sid, epoch), so their keys are sorted and unique: an O(n) match.
+    width = int(max(c_run.epoch.max(initial=0), t_run.epoch.max(initial=0))) + 1
+    _, ic, it = np.intersect1d(
+        c_run.sid * width + c_run.epoch,
+        t_run.sid * width + t_run.epoch,
+        assume_unique=True,
+        return_indices=True,
+    )
+    n_rows = ic.size
     if n_rows == 0:
         raise DataError(
             f"runs '{control}' and '{treatment}' share no sample",
             hint="A comparison pairs samples by (task, sample_id, epoch); check that both runs "
             "were evaluated on the same inputs.",
         )
-    counts = dict(
-        staged.con.execute(
-            f"SELECT run, count(*) FROM {staged.table} WHERE run IN (?, ?) GROUP BY run",
-            [control, treatment],
-        ).fetchall()
-    )
-    cluster = dense_sorted(np.asarray(data["sid"], dtype=np.int64))
-    c_vals = {n: as_floats(data[f"c_{n}"]) for n in comps}
-    t_vals = {n: as_floats(data[f"t_{n}"]) for n in comps}
+    cluster = dense_sorted(c_run.sid[ic])
+    c_vals = {n: c_run.values[n][ic] for n in comps}
+    t_vals = {n: t_run.values[n][it] for n in comps}
 
     def difference(c: FloatArray, t: FloatArray) -> Difference:
         return _difference(c, t, cluster, confidence_level, n_resamples, seed)
 
-    composite_c, composite_t = staged.combine(c_vals), staged.combine(t_vals)
+    composite_c = staged.composite(control)[ic]
+    composite_t = staged.composite(treatment)[it]
     composite = difference(composite_c, composite_t)
     components = {n: difference(c_vals[n], t_vals[n]) for n in comps} if staged.gated else {}
     diff = composite_t - composite_c
@@ -123,15 +120,15 @@ def compare_pair(
         )
     notes: list[str] = []
     hotelling = _hotelling(c_vals, t_vals, cluster, comps, notes) if staged.gated else None
-    tasks = _task_table(data["task_code"], staged.task_names(), composite_c, composite_t)
+    tasks = _task_table(c_run.task_code[ic], staged.tasks, composite_c, composite_t)
     return PairedComparison(
         control=control,
         treatment=treatment,
         confidence_level=confidence_level,
         n_pairs=composite.n_pairs,
         n_observation_pairs=n_rows,
-        unpaired_control=int(counts.get(control, 0)) - n_rows,
-        unpaired_treatment=int(counts.get(treatment, 0)) - n_rows,
+        unpaired_control=c_run.sid.size - n_rows,
+        unpaired_treatment=t_run.sid.size - n_rows,
         composite=composite,
         components=components,
         mde=mde,
@@ -212,9 +209,12 @@ def _hotelling(
 
 
 def _task_table(
-    task_code: Any, names: list[str], composite_c: FloatArray, composite_t: FloatArray
+    task_code: npt.NDArray[np.int64],
+    names: list[str],
+    composite_c: FloatArray,
+    composite_t: FloatArray,
 ) -> dict[str, dict[str, Any]]:
-    codes = np.asarray(task_code, dtype=np.int64)
+    codes = task_code
     both = np.isfinite(composite_c) & np.isfinite(composite_t)
     k = len(names)
     n = np.bincount(codes[both], minlength=k)
