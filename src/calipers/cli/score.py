@@ -10,13 +10,15 @@ import click
 from calipers.cli.compare import comparison_options, scheme_options
 from calipers.cli.data import print_warnings
 from calipers.cli.main import cli, db_option, stdout_console
+from calipers.data.history import record_history
 from calipers.data.source import open_samples
 from calipers.errors import InputError
-from calipers.report import terminal, terminal_compare
+from calipers.report import terminal, terminal_compare, terminal_rubric
 from calipers.report.json_report import write_json
 from calipers.schemes import SchemeResult, available, get_scheme
 from calipers.schemes.layered import SummaryResult
 from calipers.schemes.reasonscore import ReasonScoreResult
+from calipers.schemes.rubric import RubricResult
 
 
 def score_samples(
@@ -26,6 +28,52 @@ def score_samples(
     samples = open_samples(source, db=db, run=run)
     print_warnings(samples.warnings)
     return get_scheme(scheme).score(samples, **options)
+
+
+def rubric_options(func: Any) -> Any:
+    """Options of the rubric scheme, shared by `score` and `rank`."""
+    func = click.option(
+        "--no-history",
+        is_flag=True,
+        help="rubric: do not record evaluations in the store's history, nor flag against it.",
+    )(func)
+    return click.option(
+        "--rubric",
+        type=click.Path(path_type=Path, dir_okay=False),
+        default=None,
+        help="rubric: a rubric file (YAML or JSON); default: the packaged one.",
+    )(func)
+
+
+def score_rubric(
+    source: Path | None,
+    *,
+    db: Path,
+    run: str | None,
+    rubric: Path | None,
+    history: bool,
+    options: dict[str, Any],
+) -> RubricResult:
+    """Score with the rubric scheme, then record the evaluations in the store's history and flag
+    them against it. The samples' connection is closed first: when they come from the store it is
+    read-only, and DuckDB allows one configuration per file in a process."""
+    samples = open_samples(source, db=db, run=run)
+    print_warnings(samples.warnings)
+    try:
+        result = get_scheme("rubric").score(samples, rubric=rubric, **options)
+    finally:
+        samples.con.close()
+    assert isinstance(result, RubricResult)
+    if history:
+        new = record_history(db, result.evaluations, rubric_sha256=result.rubric["sha256"])
+        flagged = sum(1 for e in result.evaluations if e.history_flags)
+        result.parameters["history"] = str(db)
+        result.notes.append(
+            f"history: {new} new evaluation(s) recorded in {db}; {flagged} flagged for review"
+        )
+    else:
+        result.parameters["history"] = None
+    return result
 
 
 @cli.command()
@@ -40,6 +88,7 @@ def score_samples(
 )
 @click.option("--tasks", "show_tasks", is_flag=True, help="Also print per-task scores.")
 @comparison_options
+@rubric_options
 @click.option("--json", "json_out", default=None, metavar="PATH|-", help="Write the JSON report.")
 @click.option("-q", "--quiet", is_flag=True, help="No terminal tables.")
 @db_option
@@ -56,11 +105,26 @@ def score(
     n_resamples: int,
     seed: int,
     confidence: float,
+    rubric: Path | None,
+    no_history: bool,
     json_out: str | None,
     quiet: bool,
     db: Path,
 ) -> None:
-    """Score FILE (read directly, not imported) or the store's runs with a scheme."""
+    """Score FILE (read directly, not imported) or the store's runs with a scheme.
+
+    The rubric scheme records every evaluation in the store's history (--db) and flags dimensions
+    more than 2 SD from their task's history; --no-history skips both."""
+    if scheme == "rubric":
+        rubric_result = score_rubric(
+            file, db=db, run=run, rubric=rubric, history=not no_history,
+            options={"confidence_level": confidence, "n_resamples": n_resamples, "seed": seed},
+        )  # fmt: skip
+        if json_out:
+            write_json(rubric_result.to_dict(), json_out)
+        if not quiet and json_out != "-":
+            terminal_rubric.rubric_report(rubric_result, stdout_console())
+        return
     options: dict[str, Any] = {k: v for k, v in {"z": z}.items() if v is not None}
     if scheme in ("layered", "metric"):
         options = scheme_options(scheme, metric=metric, weights=weights, standardize=standardize)

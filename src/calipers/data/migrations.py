@@ -29,6 +29,18 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("0003_tools", (f"ALTER TABLE samples ADD COLUMN tools {FIELD_BY_NAME['tools'].duckdb_type}",)),
+    (
+        "0004_rubric_history",
+        (
+            # One row per rubric evaluation ever scored; `seq` orders them (earlier = smaller).
+            "CREATE TABLE rubric_history (seq BIGINT NOT NULL, scored_at TIMESTAMP NOT NULL, "
+            "run VARCHAR NOT NULL, task VARCHAR NOT NULL, sample_id VARCHAR NOT NULL, "
+            "epoch INTEGER NOT NULL, rubric_sha256 VARCHAR, correctness DOUBLE, "
+            "completeness DOUBLE, adherence DOUBLE, actionability DOUBLE, efficiency DOUBLE, "
+            "safety DOUBLE, consistency DOUBLE, composite DOUBLE, final DOUBLE, grade VARCHAR, "
+            "PRIMARY KEY (run, task, sample_id, epoch))",
+        ),
+    ),
 )
 
 

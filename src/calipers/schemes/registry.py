@@ -14,6 +14,7 @@ _BUILTIN_MODULES = (
     "calipers.schemes.reasonscore",
     "calipers.schemes.layered",
     "calipers.schemes.metric",
+    "calipers.schemes.rubric",
 )
 _REGISTRY: dict[str, type[Scheme]] = {}
 _loaded = False
