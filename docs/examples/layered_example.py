@@ -8,6 +8,7 @@ tests/test_docs_layered.py checks that the doc shows exactly what `render` print
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from pathlib import Path
@@ -55,7 +56,7 @@ def render() -> str:
     result = compare(
         open_samples(DATA), scheme="layered", control="prompt-v1", treatments=["prompt-v2"]
     )
-    console = Console(width=100, record=True, no_color=True, file=open("/dev/null", "w"))
+    console = Console(width=100, record=True, no_color=True, file=io.StringIO())
     comparison(result, console)
     text = console.export_text()
     lines = [line.rstrip() for line in text.splitlines()]
