@@ -1,0 +1,1 @@
+"""Running pipelines: invocation with retries and a cache, cases, perturbations, executors."""

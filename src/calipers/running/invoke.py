@@ -1,0 +1,267 @@
+"""Invoke a user's pipeline on one input: a shell command template with `{input}` and `{output}`
+filled with quoted file paths, or the input on stdin and the JSON on stdout.
+
+Behaves as kelvin's runner (so that `calipers check` gives a kelvin user the same numbers): one
+result per invocation and never an exception for a pipeline-side failure (non-zero exit, timeout,
+missing or non-JSON output, no decision field); exponential backoff with jitter for transient exit
+codes and timeouts; a cache of successful invocations keyed by sha256(command, input, decision
+field) with kelvin's key and entry layout. Beyond kelvin: cache writes are atomic (temp file, then
+rename), a timeout kills the pipeline's whole process group, and a stdin/stdout mode.
+
+The input text never enters the command line: it is written to a file (or piped to stdin), and only
+our own file paths, shell-quoted, are substituted into the template.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import random
+import shlex
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+DEFAULT_TIMEOUT_S = 150.0
+CACHE_SCHEMA_VERSION = 1  # kelvin's; a different version is a miss, never a crash
+_STDERR_TAIL_LINES = 20
+
+Extract = Callable[[dict[str, Any]], Any]  # parsed output → decision; raises LookupError if absent
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """kelvin's policy: retry only transient exit codes (and timeouts when asked), with
+    `initial_delay_s · backoff_factor^(n−2) + U(0, jitter_max_s)` seconds before attempt n."""
+
+    max_attempts: int = 3
+    initial_delay_s: float = 1.0
+    backoff_factor: float = 2.0
+    jitter_max_s: float = 0.3
+    transient_exit_codes: frozenset[int] = field(default_factory=frozenset)
+    retry_on_timeout: bool = False
+
+    def delay_before(self, attempt: int, rng: random.Random) -> float:
+        if attempt < 2:
+            return 0.0
+        delay = self.initial_delay_s * self.backoff_factor ** (attempt - 2)
+        return delay + (rng.random() * self.jitter_max_s if self.jitter_max_s > 0 else 0.0)
+
+    def should_retry(self, *, attempt: int, exit_code: int | None, timed_out: bool) -> bool:
+        if attempt >= self.max_attempts:
+            return False
+        if timed_out:
+            return self.retry_on_timeout
+        return exit_code is not None and exit_code in self.transient_exit_codes
+
+
+@dataclass
+class InvocationResult:
+    ok: bool
+    exit_code: int | None  # None: timed out
+    input_path: Path
+    output_path: Path
+    parsed_output: dict[str, Any] | None = None
+    decision_value: Any = None
+    error: str | None = None
+    stderr_tail: str | None = None
+    attempts: int = 0  # 0 when served from the cache
+    cached: bool = False
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """How to run the user's pipeline. `command` is theirs (trusted configuration); inputs are
+    data and only ever reach it as files or stdin."""
+
+    command: str
+    mode: Literal["files", "stdio"] = "files"
+    decision_field: str = ""  # part of the cache key, as in kelvin
+    timeout_s: float | None = DEFAULT_TIMEOUT_S
+    retry: RetryPolicy = RetryPolicy()
+    cache_dir: Path | None = None
+    cwd: Path | None = None
+
+    def cache_key(self, rendered: str) -> str:
+        """kelvin's key: sha256 of the three parts joined by NUL bytes (so ("ab", "c") and
+        ("a", "bc") differ)."""
+        joined = "\x00".join((self.command, rendered, self.decision_field))
+        return hashlib.sha256(joined.encode("utf-8")).hexdigest()
+
+
+def invoke(
+    pipeline: Pipeline,
+    input_path: Path,
+    output_path: Path,
+    *,
+    extract: Extract,
+    rng: random.Random | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> InvocationResult:
+    """Run the pipeline on the text in `input_path`, retrying transient failures; never raises
+    for a failure of the pipeline itself."""
+    start = time.perf_counter()
+    rendered = input_path.read_text(encoding="utf-8")
+    key = pipeline.cache_key(rendered)
+    if pipeline.cache_dir is not None:
+        hit = _cache_lookup(pipeline.cache_dir, key, input_path, output_path, extract)
+        if hit is not None:
+            hit.seconds = time.perf_counter() - start
+            return hit
+    rng = rng or random.Random(key)
+    result: InvocationResult | None = None
+    for attempt in range(1, pipeline.retry.max_attempts + 1):
+        if attempt > 1:
+            sleep(pipeline.retry.delay_before(attempt, rng))
+        result = _attempt(pipeline, rendered, input_path, output_path, extract)
+        result.attempts = attempt
+        if result.ok or not pipeline.retry.should_retry(
+            attempt=attempt, exit_code=result.exit_code, timed_out=result.exit_code is None
+        ):
+            break
+    assert result is not None
+    if result.ok and pipeline.cache_dir is not None:
+        with contextlib.suppress(OSError):  # a read-only or full cache must not fail the run
+            _cache_store(pipeline.cache_dir, key, result)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _tail(text: str) -> str | None:
+    lines = text.splitlines()
+    return "\n".join(lines[-_STDERR_TAIL_LINES:]) if lines else None
+
+
+def _run(
+    pipeline: Pipeline, rendered: str, input_path: Path, output_path: Path
+) -> tuple[int | None, str, str]:
+    """(exit code or None on timeout, stdout, stderr). The command runs in its own session so a
+    timeout can kill everything it started, not just the shell."""
+    if pipeline.mode == "files":
+        command = pipeline.command.format(
+            input=shlex.quote(str(input_path)), output=shlex.quote(str(output_path))
+        )
+        stdin = None
+    else:
+        command, stdin = pipeline.command, rendered
+    proc = subprocess.Popen(
+        command,
+        shell=True,
+        cwd=pipeline.cwd,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(stdin, timeout=pipeline.timeout_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return None, "", ""
+    return proc.returncode, out, err
+
+
+def _attempt(
+    pipeline: Pipeline, rendered: str, input_path: Path, output_path: Path, extract: Extract
+) -> InvocationResult:
+    def failed(error: str, code: int | None, stderr: str = "", **extra: Any) -> InvocationResult:
+        return InvocationResult(
+            False, code, input_path, output_path, error=error, stderr_tail=_tail(stderr), **extra
+        )
+
+    with contextlib.suppress(FileNotFoundError):
+        output_path.unlink()  # a stale output from an earlier attempt must not pass as this one's
+    code, stdout, stderr = _run(pipeline, rendered, input_path, output_path)
+    if code is None:
+        return failed(f"pipeline timed out after {pipeline.timeout_s:g}s", None)
+    if code != 0:
+        return failed(f"pipeline exited with code {code}", code, stderr)
+    if pipeline.mode == "stdio":
+        write_atomic(output_path, stdout)
+    elif not output_path.exists():
+        return failed("pipeline exited 0 but did not write the output file", code, stderr)
+    try:
+        raw = output_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return failed(f"could not read the output file: {exc}", code, stderr)
+    try:
+        parsed = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return failed(f"output is not valid JSON: {exc.msg} at line {exc.lineno}", code, stderr)
+    if not isinstance(parsed, dict):
+        return failed(f"output JSON is a {type(parsed).__name__}, not an object", code, stderr)
+    try:
+        value = extract(parsed)
+    except LookupError as exc:
+        message = exc.args[0] if exc.args else "decision field missing"
+        return failed(str(message), code, stderr, parsed_output=parsed)
+    return InvocationResult(True, code, input_path, output_path, parsed, value)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temp file in the same directory and a rename: readers (and a run killed midway)
+    see the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _cache_lookup(
+    cache_dir: Path, key: str, input_path: Path, output_path: Path, extract: Extract
+) -> InvocationResult | None:
+    path = cache_dir / f"{key}.json"
+    try:
+        entry = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # missing or corrupt: a miss
+    if not isinstance(entry, dict) or entry.get("schema_version") != CACHE_SCHEMA_VERSION:
+        return None
+    res = entry.get("result")
+    if not isinstance(res, dict) or not res.get("ok"):
+        return None
+    parsed = res.get("parsed_output")
+    if not isinstance(parsed, dict):
+        return None
+    try:
+        value = extract(parsed)
+        write_atomic(output_path, json.dumps(parsed, indent=2))
+    except (LookupError, OSError):
+        return None
+    return InvocationResult(
+        True, res.get("exit_code", 0), input_path, output_path, parsed, value, cached=True
+    )
+
+
+def _cache_store(cache_dir: Path, key: str, result: InvocationResult) -> None:
+    entry = {
+        "schema_version": CACHE_SCHEMA_VERSION,
+        "key": key,
+        "result": {
+            "ok": result.ok,
+            "exit_code": result.exit_code,
+            "parsed_output": result.parsed_output,
+            "decision_value": result.decision_value,
+            "error": result.error,
+            "stderr_tail": result.stderr_tail,
+        },
+    }
+    write_atomic(cache_dir / f"{key}.json", json.dumps(entry, indent=2))
