@@ -1,0 +1,336 @@
+"""LLM judges: an OpenAI-compatible chat endpoint (through the official `openai` client) or any
+program that reads the prompt on stdin and prints its reply.
+
+Three kinds of judgment, one versioned prompt file each (`calipers/grading/prompts/`):
+
+    overall     1–5 with a rationale (layered)
+    rubric      the seven rubric dimensions on 1–10, red flags and bonuses (rubric)
+    objective   0–1 with a rationale (objective)
+
+Every judgment records the SHA-256 of the prompt template it was made with. A length-debias
+paragraph is on by default. A call that still fails after its retries (429, 5xx, timeouts) or whose
+reply cannot be read becomes a judgment with `score` null and the `error` — never a 0. API keys are
+read from the environment variable you name, and are scrubbed from every error text we keep.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from calipers.errors import InputError
+from calipers.grading.rubric_file import DIMENSIONS, RubricRules
+from calipers.running.invoke import write_atomic
+
+Kind = Literal["overall", "rubric", "objective"]
+TEMPLATES: dict[str, str] = {
+    "overall": "overall_v1.md",
+    "rubric": "rubric_v1.md",
+    "objective": "objective_v1.md",
+}
+DEBIAS = "length_debias_v1.md"
+SCALES: dict[str, tuple[float, float]] = {
+    "overall": (1.0, 5.0),
+    "rubric": (1.0, 10.0),
+    "objective": (0.0, 1.0),
+}
+
+
+class JudgeCallError(Exception):
+    """The judge could not be reached or did not answer, after its retries."""
+
+
+class JudgeReplyError(Exception):
+    """The judge answered, but not with a judgment we can read."""
+
+
+def _read_prompt(name: str) -> str:
+    return resources.files("calipers.grading.prompts").joinpath(name).read_text("utf-8")
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    kind: str
+    text: str
+    sha256: str  # of the template (and the debias paragraph when on): the prompt's version
+
+    @classmethod
+    def load(cls, kind: str, *, debias_length: bool = True) -> PromptTemplate:
+        if kind not in TEMPLATES:
+            raise InputError(
+                f"unknown judge kind '{kind}'", hint="Kinds: overall, rubric, objective."
+            )
+        template = _read_prompt(TEMPLATES[kind])
+        debias = _read_prompt(DEBIAS).strip() if debias_length else ""
+        text = template.replace("{debias}", debias.replace("{", "{{").replace("}", "}}"))
+        return cls(kind, text, hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+    def render(
+        self, *, task: str, output: str, expected: str | None = None,
+        rules: RubricRules | None = None,
+    ) -> str:  # fmt: skip
+        """The prompt for one sample. Its text fills slots in a template and is marked as data
+        to evaluate; `str.format` does not interpret braces inside the values it inserts."""
+        listed = {
+            "red_flags": _listing(rules.red_flags if rules else {}),
+            "bonuses": _listing(rules.bonuses if rules else {}),
+        }
+        return self.text.format(
+            task=task, output=output, expected=expected or "(none given)", **listed
+        )
+
+
+def _listing(items: Mapping[str, str]) -> str:
+    if not items:
+        return "- (none listed: report an id of your own for anything that clearly applies)"
+    return "\n".join(f"- {key}: {text}" for key, text in items.items())
+
+
+_FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    """The reply's JSON object: the whole reply, a fenced block, or the outermost braces."""
+    candidates = [text.strip()]
+    candidates += _FENCE.findall(text)
+    if "{" in text and "}" in text:
+        candidates.append(text[text.index("{") : text.rindex("}") + 1])
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            # Tool envelopes (e.g. `claude -p --output-format json`) carry the reply in "result".
+            inner = value.get("result")
+            if isinstance(inner, str) and not {"score", "scores"} & set(value):
+                return _json_object(inner)
+            return value
+    raise JudgeReplyError(f"the reply is not a JSON object: {text[:200]!r}")
+
+
+def _score(value: Any, kind: str, what: str) -> float:
+    lo, hi = SCALES[kind]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise JudgeReplyError(f"{what} is {value!r}, not a number")
+    if not lo <= float(value) <= hi:
+        raise JudgeReplyError(f"{what} {value} is outside {lo:g}–{hi:g}")
+    return float(value)
+
+
+def _ids(value: Any, what: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise JudgeReplyError(f"{what} must be a list of ids, got {value!r}")
+    return list(dict.fromkeys(value))
+
+
+def parse_reply(kind: str, text: str) -> list[dict[str, Any]]:
+    """The judgment(s) in a reply: one (overall, objective) or one per rubric dimension."""
+    body = _json_object(text)
+    rationale = body.get("rationale")
+    rationale = str(rationale) if rationale is not None else None
+    lo, hi = SCALES[kind]
+    if kind != "rubric":
+        score = _score(body.get("score"), kind, "score")
+        return [{"dimension": None, "score": score, "scale_min": lo, "scale_max": hi,
+                 "rationale": rationale}]  # fmt: skip
+    scores = body.get("scores")
+    if not isinstance(scores, dict):
+        raise JudgeReplyError("the reply has no 'scores' object with the seven dimensions")
+    missing = [d for d in DIMENSIONS if d not in scores]
+    if missing:
+        raise JudgeReplyError(f"the reply lacks dimension(s) {', '.join(missing)}")
+    rows: list[dict[str, Any]] = [
+        {"dimension": d, "score": _score(scores[d], kind, d), "scale_min": lo, "scale_max": hi,
+         "rationale": None}
+        for d in DIMENSIONS
+    ]  # fmt: skip
+    rows[0]["rationale"] = rationale
+    rows[0]["red_flags"] = _ids(body.get("red_flags"), "red_flags")
+    rows[0]["bonuses"] = _ids(body.get("bonuses"), "bonuses")
+    return rows
+
+
+class Judge(Protocol):
+    name: str
+
+    def identity(self) -> str:
+        """What makes two calls interchangeable for the cache (kind of judge, model, …)."""
+        ...
+
+    def complete(self, prompt: str) -> str:
+        """The judge's reply to `prompt`; JudgeCallError when it cannot be had."""
+        ...
+
+    def redact(self, text: str) -> str: ...
+
+
+@dataclass
+class OpenAIJudge:
+    """Any OpenAI-compatible chat-completions endpoint. The client retries 429, 5xx, timeouts and
+    connection errors with exponential backoff (honouring Retry-After) `max_retries` times."""
+
+    name: str
+    model: str
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = 60.0
+    max_retries: int = 3
+    temperature: float | None = 0.0
+    _client: Any = field(default=None, repr=False)
+
+    def _key(self) -> str:
+        return os.environ.get(self.api_key_env, "")
+
+    def identity(self) -> str:
+        return f"openai\x00{self.base_url or ''}\x00{self.model}\x00{self.temperature}"
+
+    def redact(self, text: str) -> str:
+        key = self._key()
+        return text.replace(key, "***") if len(key) >= 4 else text
+
+    def client(self) -> Any:
+        if self._client is None:
+            import openai  # lazily: the client costs ~0.5 s to import
+
+            self._client = openai.OpenAI(
+                api_key=self._key() or "not-set",
+                base_url=self.base_url,
+                timeout=self.timeout_s,
+                max_retries=self.max_retries,
+            )
+        return self._client
+
+    def complete(self, prompt: str) -> str:
+        import openai
+
+        options: dict[str, Any] = {}
+        if self.temperature is not None:
+            options["temperature"] = self.temperature
+        try:
+            reply = self.client().chat.completions.create(
+                model=self.model, messages=[{"role": "user", "content": prompt}], **options
+            )
+        except openai.APIStatusError as exc:
+            raise JudgeCallError(self.redact(f"HTTP {exc.status_code}: {exc.message}")) from None
+        except openai.APITimeoutError:
+            raise JudgeCallError(f"timed out after {self.timeout_s:g}s") from None
+        except openai.APIConnectionError as exc:
+            raise JudgeCallError(self.redact(f"connection failed: {exc}")) from None
+        except (openai.APIError, ValueError) as exc:  # a body that is not a chat completion
+            raise JudgeCallError(self.redact(f"bad response: {exc}")) from None
+        try:
+            content = reply.choices[0].message.content
+        except (AttributeError, IndexError, TypeError):
+            raise JudgeCallError("the response has no message") from None
+        if not isinstance(content, str):
+            raise JudgeCallError("the response message has no text")
+        return content
+
+
+@dataclass
+class CommandJudge:
+    """A program that reads the prompt on stdin and prints its reply (JSON, or text holding it),
+    e.g. `claude -p --output-format json` or `llm -m MODEL`. Run without a shell."""
+
+    name: str
+    command: str
+    timeout_s: float = 120.0
+
+    def identity(self) -> str:
+        return f"command\x00{self.command}"
+
+    def redact(self, text: str) -> str:
+        return text
+
+    def complete(self, prompt: str) -> str:
+        argv = shlex.split(self.command)
+        try:
+            proc = subprocess.run(
+                argv, input=prompt, capture_output=True, text=True, timeout=self.timeout_s,
+                check=False,
+            )  # fmt: skip
+        except FileNotFoundError:
+            raise JudgeCallError(f"judge command not found: {argv[0]}") from None
+        except subprocess.TimeoutExpired:
+            raise JudgeCallError(f"judge command timed out after {self.timeout_s:g}s") from None
+        if proc.returncode != 0:
+            tail = proc.stderr.strip().splitlines()[-1:] or [""]
+            raise JudgeCallError(f"judge command exited with {proc.returncode}: {tail[0]}")
+        return proc.stdout
+
+
+@dataclass(frozen=True)
+class JudgeCache:
+    """Successful replies on disk, keyed by judge identity, prompt version, prompt and repeat."""
+
+    directory: Path
+
+    def key(self, judge: Judge, prompt_sha256: str, prompt: str, repeat: int) -> str:
+        parts = (judge.identity(), prompt_sha256, prompt, str(repeat))
+        return hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()
+
+    def get(self, key: str) -> str | None:
+        try:
+            entry = json.loads((self.directory / f"{key}.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            return None
+        reply = entry.get("reply") if isinstance(entry, dict) else None
+        return reply if isinstance(reply, str) else None
+
+    def put(self, key: str, reply: str) -> None:
+        write_atomic(self.directory / f"{key}.json", json.dumps({"key": key, "reply": reply}))
+
+
+def judge_once(
+    judge: Judge,
+    template: PromptTemplate,
+    prompt: str,
+    *,
+    repeat: int = 0,
+    cache: JudgeCache | None = None,
+) -> list[dict[str, Any]]:
+    """One call (or cache hit) → judgments in the sample model's shape; a failure is one judgment
+    with score null and its error."""
+    base = {"judge": judge.name, "prompt_hash": template.sha256, "repeat": repeat}
+    key = cache.key(judge, template.sha256, prompt, repeat) if cache else None
+    reply = cache.get(key) if cache and key else None
+    try:
+        if reply is None:
+            reply = judge.complete(prompt)
+        rows = parse_reply(template.kind, reply)
+    except (JudgeCallError, JudgeReplyError) as exc:
+        lo, hi = SCALES[template.kind]
+        return [{**base, "dimension": None, "score": None, "scale_min": lo, "scale_max": hi,
+                 "rationale": None, "red_flags": None, "bonuses": None,
+                 "error": judge.redact(str(exc))}]  # fmt: skip
+    if cache and key and cache.get(key) is None:
+        cache.put(key, reply)
+    return [{**base, "red_flags": None, "bonuses": None, "error": None, **row} for row in rows]
+
+
+def judge_sample(
+    judges: Sequence[Judge],
+    template: PromptTemplate,
+    prompt: str,
+    *,
+    repeats: int = 1,
+    cache: JudgeCache | None = None,
+) -> list[dict[str, Any]]:
+    """Every judge of the ensemble, `repeats` times each."""
+    out: list[dict[str, Any]] = []
+    for judge in judges:
+        for repeat in range(repeats):
+            out.extend(judge_once(judge, template, prompt, repeat=repeat, cache=cache))
+    return out

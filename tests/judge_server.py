@@ -1,0 +1,102 @@
+"""A chat-completions server on 127.0.0.1 for judge tests, scriptable per request: answer with a
+text, return a status (429, 500, …), hang, or send a body that is not JSON. It speaks just enough
+of the protocol for the official `openai` client."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+# An action: ("answer", text) | ("status", code) | ("hang", seconds) | ("raw", body) |
+# ("echo-auth", code): an error whose body repeats the Authorization header.
+Action = tuple[str, Any]
+Script = Callable[[dict[str, Any]], Action]
+
+
+@dataclass
+class JudgeServer:
+    url: str
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    actions: list[Action] = field(default_factory=list)  # used first, in order
+    script: Script | None = None  # then this; default: answer {"score": 4}
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def next_action(self, body: dict[str, Any]) -> Action:
+        with self.lock:
+            if self.actions:
+                return self.actions.pop(0)
+        if self.script is not None:
+            return self.script(body)
+        return ("answer", json.dumps({"score": 4, "rationale": "fine"}))
+
+
+def completion(model: str, text: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+@contextmanager
+def judge_server() -> Iterator[JudgeServer]:
+    state = JudgeServer(url="")
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _send(self, code: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", 0))
+            body = json.loads(self.rfile.read(length) or b"{}")
+            with state.lock:
+                state.requests.append(
+                    {"path": self.path, "headers": dict(self.headers), "body": body}
+                )
+            kind, value = state.next_action(body)
+            if kind == "answer":
+                self._send(200, json.dumps(completion(body.get("model", "m"), value)).encode())
+            elif kind == "status":
+                error = {"error": {"message": f"scripted {value}", "type": "test"}}
+                self._send(value, json.dumps(error).encode(), {"retry-after-ms": "10"})
+            elif kind == "hang":
+                time.sleep(value)
+                with_body = json.dumps(completion("m", '{"score": 1}')).encode()
+                with suppress(OSError):
+                    self._send(200, with_body)
+            elif kind == "raw":
+                self._send(200, value.encode())
+            elif kind == "echo-auth":
+                message = f"bad key {self.headers.get('Authorization')}"
+                self._send(value, json.dumps({"error": {"message": message}}).encode())
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
