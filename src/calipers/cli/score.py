@@ -13,10 +13,11 @@ from calipers.cli.main import cli, db_option, stdout_console
 from calipers.data.history import record_history
 from calipers.data.source import open_samples
 from calipers.errors import InputError
-from calipers.report import terminal, terminal_compare, terminal_rubric
+from calipers.report import terminal, terminal_compare, terminal_objective, terminal_rubric
 from calipers.report.json_report import write_json
 from calipers.schemes import SchemeResult, available, get_scheme
 from calipers.schemes.layered import SummaryResult
+from calipers.schemes.objective import ObjectiveResult
 from calipers.schemes.reasonscore import ReasonScoreResult
 from calipers.schemes.rubric import RubricResult
 
@@ -87,6 +88,9 @@ def score_rubric(
     help="With FILE: the run name of its samples (overrides theirs). Without: score only this run.",
 )
 @click.option("--tasks", "show_tasks", is_flag=True, help="Also print per-task scores.")
+@click.option(
+    "--baseline", default=None, help="objective: cost adjustments against this run's tasks."
+)
 @comparison_options
 @rubric_options
 @click.option("--json", "json_out", default=None, metavar="PATH|-", help="Write the JSON report.")
@@ -98,6 +102,7 @@ def score(
     z: float | None,
     run: str | None,
     show_tasks: bool,
+    baseline: str | None,
     metric: str | None,
     weights: str | None,
     standardize: bool,
@@ -131,6 +136,8 @@ def score(
         options.update(confidence_level=confidence, n_resamples=n_resamples, seed=seed)
         if scheme == "layered":
             options["threshold"] = threshold
+    if scheme == "objective":
+        options = {"baseline": baseline}
     result = score_samples(file, db=db, scheme=scheme, run=run, options=options)
     if json_out:
         write_json(result.to_dict(), json_out)
@@ -143,6 +150,8 @@ def score(
             terminal.reasonscore_tasks(result, console)
     elif isinstance(result, SummaryResult):
         terminal_compare.summary(result, console)
+    elif isinstance(result, ObjectiveResult):
+        terminal_objective.task_scores(result, console)
 
 
 @cli.command()

@@ -15,6 +15,7 @@ _BUILTIN_MODULES = (
     "calipers.schemes.layered",
     "calipers.schemes.metric",
     "calipers.schemes.rubric",
+    "calipers.schemes.objective",
 )
 _REGISTRY: dict[str, type[Scheme]] = {}
 _loaded = False
