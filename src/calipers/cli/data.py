@@ -27,10 +27,10 @@ def print_warnings(warnings: list[str]) -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["auto", "jsonl", "csv", "parquet"]),
+    type=click.Choice(["auto", "jsonl", "csv", "parquet", "kelvin"]),
     default="auto",
     show_default=True,
-    help="File format (auto: by extension).",
+    help="File format (auto: by extension, or a kelvin output directory by its report.json).",
 )
 @db_option
 def import_(files: tuple[Path, ...], run: str | None, fmt: str, db: Path) -> None:

@@ -21,7 +21,7 @@ from calipers import __version__
 from calipers.errors import EXIT_INPUT, CalipersError
 
 DEFAULT_DB = Path(".calipers") / "calipers.duckdb"
-COMMAND_MODULES = ("data", "score", "compare", "grade", "rank", "demo")
+COMMAND_MODULES = ("data", "score", "compare", "grade", "rank", "check", "demo")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

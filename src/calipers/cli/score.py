@@ -13,12 +13,19 @@ from calipers.cli.main import cli, db_option, stdout_console
 from calipers.data.history import record_history
 from calipers.data.source import open_samples
 from calipers.errors import InputError
-from calipers.report import terminal, terminal_compare, terminal_objective, terminal_rubric
+from calipers.report import (
+    terminal,
+    terminal_compare,
+    terminal_objective,
+    terminal_robustness,
+    terminal_rubric,
+)
 from calipers.report.json_report import write_json
 from calipers.schemes import SchemeResult, available, get_scheme
 from calipers.schemes.layered import SummaryResult
 from calipers.schemes.objective import ObjectiveResult
 from calipers.schemes.reasonscore import ReasonScoreResult
+from calipers.schemes.robustness import RobustnessResult
 from calipers.schemes.rubric import RubricResult
 
 
@@ -138,6 +145,8 @@ def score(
             options["threshold"] = threshold
     if scheme == "objective":
         options = {"baseline": baseline}
+    if scheme == "robustness":
+        options = {"confidence_level": confidence, "n_resamples": n_resamples, "seed": seed}
     result = score_samples(file, db=db, scheme=scheme, run=run, options=options)
     if json_out:
         write_json(result.to_dict(), json_out)
@@ -152,6 +161,8 @@ def score(
         terminal_compare.summary(result, console)
     elif isinstance(result, ObjectiveResult):
         terminal_objective.task_scores(result, console)
+    elif isinstance(result, RobustnessResult):
+        terminal_robustness.robustness_report(result, console)
 
 
 @cli.command()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,7 +47,7 @@ class StagedFile:
 def detect_format(path: Path, fmt: str = "auto") -> str:
     if fmt != "auto":
         if fmt not in ("jsonl", "csv", "parquet"):
-            raise InputError(f"unknown format '{fmt}'", hint="Use jsonl, csv or parquet.")
+            raise InputError(f"unknown format '{fmt}'", hint="Use jsonl, csv, parquet or kelvin.")
         return fmt
     suffixes = [s.lower() for s in path.suffixes]
     if suffixes and suffixes[-1] == ".gz":
@@ -88,7 +89,13 @@ def stage_file(
     fmt: str = "auto",
 ) -> StagedFile:
     """Read and validate `path` into a new temporary table `table`; raise ValidationError with
-    every problem found, leaving no table behind."""
+    every problem found, leaving no table behind. Another tool's output (`adapters`) is turned
+    into sample rows first and validated as JSON Lines."""
+    from calipers.data.adapters import adapter_for
+
+    read_rows = adapter_for(path, fmt) if path.exists() else None
+    if read_rows is not None:
+        return _stage_rows(con, path, table, read_rows(path), run=run, fmt=fmt)
     _check_path(path)
     kind = detect_format(path, fmt)
     name = str(path)
@@ -140,6 +147,27 @@ def stage_file(
             path, kind, run, fallback=f"{flagged} row(s) break the sample rules"
         )
     return StagedFile(path, kind, table, rows, warnings)
+
+
+def _stage_rows(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    table: str,
+    rows: list[dict[str, object]],
+    *,
+    run: str | None,
+    fmt: str,
+) -> StagedFile:
+    """Stage an adapter's rows through a temporary JSON Lines file (same validation)."""
+    if not rows:
+        raise InputError(f"{path}: holds no samples")
+    with tempfile.TemporaryDirectory(prefix="calipers-adapter-") as tmp:
+        lines = Path(tmp) / f"{path.name or 'samples'}.jsonl"
+        lines.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        staged = stage_file(con, lines, table, run=run, fmt="jsonl")
+    return StagedFile(
+        path, fmt if fmt != "auto" else "adapter", table, staged.rows, staged.warnings
+    )
 
 
 def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:

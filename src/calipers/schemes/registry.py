@@ -16,6 +16,7 @@ _BUILTIN_MODULES = (
     "calipers.schemes.metric",
     "calipers.schemes.rubric",
     "calipers.schemes.objective",
+    "calipers.schemes.robustness",
 )
 _REGISTRY: dict[str, type[Scheme]] = {}
 _loaded = False

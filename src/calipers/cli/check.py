@@ -1,0 +1,154 @@
+"""`calipers check` (kelvin's robustness run) and `calipers init` (a working example to start
+from)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+import click
+
+from calipers.cli.data import print_warnings
+from calipers.cli.main import cli, db_option, stdout_console
+from calipers.data.store import Store
+from calipers.errors import InputError
+from calipers.report import terminal_robustness
+from calipers.report.json_report import write_json
+from calipers.running.check import CheckOptions, CheckRun, run_check
+from calipers.running.executor import default_workers
+from calipers.running.kelvin_config import load_kelvin_config
+
+CONFIG_NAMES = ("kelvin.yaml", "calipers.yaml")
+
+
+def find_config(config: Path | None) -> Path:
+    if config is not None:
+        return config
+    for name in CONFIG_NAMES:
+        if Path(name).is_file():
+            return Path(name)
+    raise InputError(
+        "no kelvin.yaml or calipers.yaml in this directory",
+        hint="Run `calipers init` to scaffold a working example, or pass --config PATH.",
+    )
+
+
+def store_rows(run: CheckRun, db: Path) -> int:
+    """Import the check's samples into the store (validated, one transaction)."""
+    with tempfile.TemporaryDirectory(prefix="calipers-check-") as tmp:
+        path = Path(tmp) / f"{run.result.run}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in run.rows), encoding="utf-8")
+        with Store(db) as store:
+            return store.import_files([path]).samples
+
+
+@cli.command()
+@click.option(
+    "--config",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="kelvin.yaml or calipers.yaml (default: the one in this directory).",
+)
+@click.option("--only", default=None, metavar="CASE", help="Run one case (peers: all cases).")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Override the config's.")
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help=f"Pipeline invocations at once (default min(8, 2 × cores) = {default_workers()}).",
+)
+@click.option("--no-cache", is_flag=True, help="Invoke the pipeline even for cached inputs.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Output directory (default: kelvin/ beside the config, as kelvin).",
+)
+@click.option("--run", "run_name", default=None, help="Run name in the store (default: check).")
+@click.option("--no-store", is_flag=True, help="Do not record the samples in the store.")
+@click.option("--json", "json_out", default=None, metavar="PATH|-", help="Write the JSON report.")
+@click.option("-q", "--quiet", is_flag=True, help="No terminal output.")
+@db_option
+def check(
+    config: Path | None,
+    only: str | None,
+    seed: int | None,
+    jobs: int | None,
+    no_cache: bool,
+    out: Path | None,
+    run_name: str | None,
+    no_store: bool,
+    json_out: str | None,
+    quiet: bool,
+    db: Path,
+) -> None:
+    """Perturb each case (reorder, pad, swap, as kelvin) and measure whether the pipeline's
+    decision follows the evidence: invariance, sensitivity and K, with intervals over cases.
+
+    Exit codes: 0 ok, 1 config or cases problem, 2 decision field missing or every baseline
+    failed.
+    """
+    cfg = load_kelvin_config(find_config(config))
+    print_warnings(list(cfg.warnings))
+    options = CheckOptions(
+        only=only, seed=seed, workers=jobs, use_cache=not no_cache, out=out,
+        run_name=run_name or "check", progress=None if not quiet else False,
+    )  # fmt: skip
+    result = run_check(cfg, options)
+    stored = 0 if no_store else store_rows(result, db)
+    if json_out:
+        write_json(json.loads((result.out / "report.json").read_text()), json_out)
+    if quiet or json_out == "-":
+        return
+    console = stdout_console()
+    terminal_robustness.run_summary(
+        result.result, console, decision_field=cfg.decision_field,
+        governing_types=list(cfg.governing_types),
+    )  # fmt: skip
+    terminal_robustness.case_table(result.result, console)
+    for line in [*result.warnings, *result.notes]:
+        console.print(f"[yellow]note:[/] {line}", highlight=False)
+    where = f"; {stored} samples in {db} (run {result.result.run})" if stored else ""
+    console.print(
+        f"[dim]seed {result.seed} · {result.invocations} pipeline invocations, "
+        f"{result.cached} from the cache · reports in {result.out}{where}[/]",
+        highlight=False,
+    )
+
+
+@cli.command()
+@click.argument(
+    "directory", type=click.Path(path_type=Path, file_okay=False), default=Path("."), required=False
+)
+def init(directory: Path) -> None:
+    """Scaffold a working robustness check in DIRECTORY: kelvin.yaml, three cases and a small
+    deterministic example pipeline. Existing files are never overwritten."""
+    scaffold = resources.files("calipers.running.scaffold")
+    targets = {
+        "kelvin.yaml": directory / "kelvin.yaml",
+        "pipeline.py": directory / "pipeline.py",
+        **{
+            f"cases/{p.name}": directory / "cases" / p.name
+            for p in scaffold.joinpath("cases").iterdir()
+            if p.name.endswith(".md")
+        },
+    }
+    existing = [str(t) for t in targets.values() if t.exists()]
+    if existing:
+        raise InputError(
+            f"not overwriting {', '.join(existing)}", hint="Choose an empty directory."
+        )
+    for source, target in sorted(targets.items()):
+        text = scaffold.joinpath(source).read_text(encoding="utf-8")
+        if source == "kelvin.yaml":
+            text = text.replace("{python}", shlex.quote(sys.executable).replace("{", "{{"))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    console = stdout_console()
+    console.print(f"Wrote {len(targets)} files to {directory}. Next:", highlight=False)
+    console.print(f"  cd {shlex.quote(str(directory))} && calipers check", highlight=False)

@@ -1,0 +1,28 @@
+"""Readers for the result files of other tools: each turns its tool's output into sample rows
+(plain dicts of the sample model), which then go through the same validation as a JSONL file."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from calipers.data.adapters import kelvin
+
+Rows = list[dict[str, Any]]
+
+# name → (recognises the path?, rows of the path)
+ADAPTERS: dict[str, tuple[Callable[[Path], bool], Callable[[Path], Rows]]] = {
+    "kelvin": (kelvin.detect, kelvin.read_rows),
+}
+
+
+def adapter_for(path: Path, fmt: str) -> Callable[[Path], Rows] | None:
+    """The adapter named by `fmt`, or (auto) the one that recognises `path`; None: a plain file."""
+    if fmt in ADAPTERS:
+        return ADAPTERS[fmt][1]
+    if fmt == "auto":
+        for detect, read in ADAPTERS.values():
+            if detect(path):
+                return read
+    return None

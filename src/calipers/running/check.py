@@ -1,0 +1,343 @@
+"""`calipers check`: kelvin's robustness run, in parallel, cached and resumable.
+
+1. Read the config (kelvin.yaml) and every case; check the governing types.
+2. Baselines: every selected case's rendered input through the pipeline, side by side. A baseline
+   whose output is a JSON object without the decision field aborts the run (the config is wrong);
+   any other baseline failure skips that case. With `noise_floor` on, each baseline is replayed
+   `replications − 1` more times, bypassing the cache.
+3. Perturbations of every case whose baseline succeeded, all in one bounded pool.
+4. kelvin's on-disk layout and reports under the output directory; one sample per baseline,
+   replay and variant, scored by the robustness scheme (so `calipers score` on the store, or on
+   the output directory, gives the same numbers).
+
+Paths are built only from case names (file stems) and variant ids (kind, governing type, number);
+one that would leave the output directory is an input error before anything runs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from calipers.errors import DataError, InputError
+from calipers.running.cases import (
+    Case,
+    check_governing_types,
+    load_cases,
+    select_cases,
+)
+from calipers.running.decision import DecisionField, is_structured
+from calipers.running.executor import Job, run_jobs
+from calipers.running.invoke import InvocationResult, Pipeline, write_atomic
+from calipers.running.kelvin_config import KelvinConfig
+from calipers.running.perturb import Perturbation, generate_variants, single_case_warning
+from calipers.schemes.robustness import (
+    BASELINE,
+    SENSITIVITY_KINDS,
+    CaseResult,
+    RunRobustness,
+    VariantResult,
+    governing_type,
+    score_run,
+)
+from calipers.stats import DEFAULT_SEED
+
+SCHEMA_VERSION = 1  # kelvin's report.json version
+
+
+@dataclass
+class CheckOptions:
+    only: str | None = None
+    seed: int | None = None  # None: the config's
+    workers: int | None = None
+    use_cache: bool = True
+    out: Path | None = None  # None: <config dir>/kelvin, as kelvin
+    run_name: str = "check"
+    progress: bool | None = None
+    confidence_level: float = 0.95
+    n_resamples: int = 10_000
+    bootstrap_seed: int = DEFAULT_SEED
+
+
+@dataclass
+class CheckRun:
+    config: KelvinConfig
+    seed: int
+    out: Path
+    result: RunRobustness
+    rows: list[dict[str, Any]]
+    warnings: list[str] = field(default_factory=list)
+    caps: list[str] = field(default_factory=list)
+    invocations: int = 0  # pipeline calls made (not served by the cache)
+    cached: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def _safe_part(name: str, what: str) -> str:
+    if not name or name in (".", "..") or "/" in name or "\\" in name or "\x00" in name:
+        raise InputError(
+            f"the {what} {name!r} cannot be used as a directory name",
+            hint="Rename it: no '/', '\\' or '..' (case names are file names; variant ids come "
+            "from the governing types).",
+        )
+    return name
+
+
+def _inside(root: Path, *parts: str) -> Path:
+    path = root.joinpath(*parts)
+    if not path.resolve().is_relative_to(root.resolve()):
+        raise InputError(f"{path} would be outside the output directory {root}")
+    return path
+
+
+def pipeline_for(config: KelvinConfig, *, use_cache: bool, default_cache: Path) -> Pipeline:
+    cache = config.cache_dir or default_cache
+    return Pipeline(
+        command=config.run,
+        decision_field=config.decision_field,
+        timeout_s=float(config.timeout_s),
+        retry=config.retry_policy,
+        cache_dir=cache if use_cache else None,
+        cwd=config.path.parent,
+    )
+
+
+def run_check(config: KelvinConfig, options: CheckOptions) -> CheckRun:
+    """The whole check; raises InputError (exit 1) or DataError (exit 2) as kelvin exits."""
+    seed = config.seed if options.seed is None else options.seed
+    root = config.path.parent
+    out = options.out or root / "kelvin"
+    all_cases = load_cases(config.cases_dir, config_file=config.path)
+    check_governing_types(all_cases, config.governing_types, config_file=config.path)
+    cases = select_cases(all_cases, only=options.only)
+    for case in all_cases:
+        _safe_part(case.name, "case name")
+    for t in config.governing_types:
+        _safe_part(t, "governing type")
+    pipeline = pipeline_for(
+        config, use_cache=options.use_cache, default_cache=root / ".calipers" / "cache"
+    )
+    extract = DecisionField.parse(config.decision_field)
+    run_kw = {"extract": extract, "workers": options.workers, "seed": seed,
+              "progress": options.progress}  # fmt: skip
+
+    warnings = list(config.warnings)
+    if (single := single_case_warning(all_cases)) is not None:
+        warnings.append(single)
+
+    # Phase 1: baselines.
+    baseline_jobs = [
+        Job(f"{c.name}/baseline", c.render(), _inside(out, c.name, "baseline")) for c in cases
+    ]
+    baselines = run_jobs(pipeline, baseline_jobs, label="baselines", **run_kw)  # type: ignore[arg-type]
+    for case, res in zip(cases, baselines, strict=True):
+        if not res.ok and res.parsed_output is not None:  # valid JSON without the field
+            raise DataError(
+                f"{case.name}: {res.error}",
+                hint=f"Set `decision_field:` in {config.path.name} to a key the pipeline writes "
+                "(or a path such as result.label).",
+            )
+    ok_cases = [(c, r) for c, r in zip(cases, baselines, strict=True) if r.ok]
+    replays = _noise_floor(config, pipeline, ok_cases, out, run_kw)
+
+    # Phase 2: every perturbation of every case whose baseline succeeded.
+    variants: list[tuple[Case, Perturbation]] = []
+    caps: list[str] = []
+    for case, _ in ok_cases:
+        batch = generate_variants(
+            case, all_cases, seed=seed, governing_types=config.governing_types,
+            kinds=config.perturbation_kinds,
+        )  # fmt: skip
+        warnings += batch.warnings
+        caps += batch.caps
+        variants += [(case, p) for p in batch.perturbations]
+    jobs = [
+        Job(
+            f"{case.name}/{p.variant_id}",
+            p.text,
+            _inside(out, case.name, "perturbations", _safe_part(p.variant_id, "variant id")),
+        )
+        for case, p in variants
+    ]
+    results = run_jobs(pipeline, jobs, label="perturbations", **run_kw)  # type: ignore[arg-type]
+
+    rows, case_results = _collect(options.run_name, cases, baselines, replays, variants, results)
+    scored = score_run(
+        case_results, options.run_name, confidence_level=options.confidence_level,
+        n_resamples=options.n_resamples, seed=options.bootstrap_seed,
+    )  # fmt: skip
+    everything = [*baselines, *results, *(r for rs in replays.values() for r in rs)]
+    run = CheckRun(
+        config, seed, out, scored, rows, warnings, caps,
+        invocations=sum(1 for r in everything if not r.cached),
+        cached=sum(1 for r in everything if r.cached),
+    )  # fmt: skip
+    if any(is_structured(r.decision_value) for r in everything if r.ok):
+        run.notes.append(
+            "some decisions are lists or objects: compared by equality (kelvin refuses them)"
+        )
+    write_reports(run, variants, results, only=options.only)
+    if not ok_cases:
+        raise DataError(
+            "every baseline failed: nothing to perturb",
+            hint=f"See {out}/<case>/report.json for each error; run the pipeline by hand on "
+            f"{out}/<case>/baseline/input.md.",
+        )
+    return run
+
+
+def _noise_floor(
+    config: KelvinConfig,
+    pipeline: Pipeline,
+    ok_cases: list[tuple[Case, InvocationResult]],
+    out: Path,
+    run_kw: dict[str, Any],
+) -> dict[str, list[InvocationResult]]:
+    """Replays of each successful baseline (fresh calls: the cache is bypassed, as in kelvin)."""
+    if not config.noise_floor.enabled or config.noise_floor.replications < 2:
+        return {}
+    fresh = Pipeline(**{**pipeline.__dict__, "cache_dir": None})
+    jobs = [
+        Job(
+            f"{case.name}/replay-{i:02d}",
+            case.render(),
+            _inside(out, case.name, "baseline", "replays", f"{i:02d}"),
+        )
+        for case, _ in ok_cases
+        for i in range(1, config.noise_floor.replications)
+    ]
+    results = run_jobs(fresh, jobs, label="noise floor", **run_kw)
+    by_case: dict[str, list[InvocationResult]] = {}
+    for job, res in zip(jobs, results, strict=True):
+        by_case.setdefault(job.name.split("/")[0], []).append(res)
+    return by_case
+
+
+def _row(
+    run: str, case: str, sample_id: str, kind: str, res: InvocationResult, epoch: int = 0
+) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "run": run, "task": case, "sample_id": sample_id, "epoch": epoch, "perturbation": kind,
+        "perturbation_of": case, "latency_s": round(res.seconds, 6),
+    }  # fmt: skip
+    if res.ok:
+        row["decision"] = res.decision_value
+    else:
+        row["error"] = res.error or "failed"
+    return row
+
+
+def _collect(
+    run: str,
+    cases: list[Case],
+    baselines: list[InvocationResult],
+    replays: dict[str, list[InvocationResult]],
+    variants: list[tuple[Case, Perturbation]],
+    results: list[InvocationResult],
+) -> tuple[list[dict[str, Any]], list[CaseResult]]:
+    """Sample rows for the store, and the cases scored from the same values."""
+    from calipers.running.decision import distance
+
+    rows: list[dict[str, Any]] = []
+    by_name: dict[str, CaseResult] = {}
+    for case, res in zip(cases, baselines, strict=True):
+        rows.append(_row(run, case.name, BASELINE, BASELINE, res))
+        result = CaseResult(case.name, res.ok, None if res.ok else res.error, res.decision_value)
+        if res.ok:
+            result.replays.append(res.decision_value)
+        for epoch, replay in enumerate(replays.get(case.name, []), start=1):
+            rows.append(_row(run, case.name, BASELINE, BASELINE, replay, epoch))
+            if replay.ok:
+                result.replays.append(replay.decision_value)
+        by_name[case.name] = result
+    for (case, p), res in zip(variants, results, strict=True):
+        rows.append(_row(run, case.name, p.variant_id, p.kind, res))
+        base = by_name[case.name]
+        governed = p.kind in (*SENSITIVITY_KINDS, "swap_condition")
+        by_name[case.name].variants.append(
+            VariantResult(
+                p.variant_id, p.kind,
+                (p.governing_type or governing_type(p.variant_id)) if governed else None,
+                res.ok, None if res.ok else res.error, res.decision_value,
+                distance(base.baseline_decision, res.decision_value) if res.ok else None,
+            )
+        )  # fmt: skip
+    return rows, list(by_name.values())
+
+
+def write_reports(
+    run: CheckRun,
+    variants: list[tuple[Case, Perturbation]],
+    results: list[InvocationResult],
+    *,
+    only: str | None,
+) -> None:
+    """kelvin's per-case and run `report.json` (its fields and schema_version), plus calipers'
+    intervals and failure counts; each written atomically."""
+    details: dict[str, dict[str, tuple[Perturbation, InvocationResult]]] = {}
+    for (case, p), res in zip(variants, results, strict=True):
+        details.setdefault(case.name, {})[p.variant_id] = (p, res)
+    config = run.config
+    for c in run.result.cases:
+        entries = []
+        for v in c.variants:
+            p, res = details[c.case][v.variant_id]
+            invocation = {
+                "ok": res.ok, "error": res.error, "decision_value": res.decision_value,
+                "stderr_tail": res.stderr_tail, "cached": res.cached, "attempts": res.attempts,
+            }  # fmt: skip
+            entries.append({
+                "variant_id": v.variant_id, "kind": v.kind, "notes": p.notes,
+                "invocation": invocation, "distance": v.distance,
+                "input_path": str(res.input_path), "output_path": str(res.output_path),
+            })  # fmt: skip
+        report: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "case": c.case,
+            "baseline": {
+                "ok": c.baseline_ok,
+                "error": c.baseline_error,
+                "decision_value": c.baseline_decision,
+                "decision_field": config.decision_field,
+            },
+            "perturbations": entries,
+            "scores": c.scores(),
+            "warnings": [w for w in run.warnings if w.startswith(f"{c.case}:")],
+            "caps": [w for w in run.caps if w.startswith(f"{c.case}:")],
+        }
+        if len(c.replays) > 1 or config.noise_floor.enabled:
+            report["noise_floor"] = {"sigma_c": c.sigma_c, "replay_count": len(c.replays),
+                                     "baseline_replays": c.replays}  # fmt: skip
+        write_atomic(run.out / c.case / "report.json", json.dumps(report, indent=2, default=str))
+    body = run.result.to_dict()
+    payload = {
+        "schema_version": SCHEMA_VERSION,
+        "seed": run.seed,
+        "only": only,
+        "decision_field": config.decision_field,
+        "governing_types": list(config.governing_types),
+        "cases": body.pop("cases"),
+        **{
+            k: body.pop(k)
+            for k in (
+                "invariance",
+                "invariance_sample",
+                "sensitivity",
+                "sensitivity_sample",
+                "kelvin_score",
+            )
+        },
+        "single_case_run": any(w.startswith("Only one case") for w in run.warnings),
+        "sensitivity_by_type": body.pop("sensitivity_by_type"),
+        "warnings": run.warnings,
+        "caps": run.caps,
+        **body,
+        "calipers": {
+            "invocations": run.invocations,
+            "cached": run.cached,
+            "run": run.result.run,
+        },
+    }
+    write_atomic(run.out / "report.json", json.dumps(payload, indent=2, default=str))
