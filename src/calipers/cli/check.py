@@ -11,10 +11,9 @@ from importlib import resources
 from pathlib import Path
 
 import click
+from rich.markup import escape
 
-from calipers.cli.data import print_warnings
-from calipers.cli.main import cli, db_option, stdout_console
-from calipers.data.store import Store
+from calipers.cli.main import cli, db_option, stderr_console, stdout_console
 from calipers.errors import InputError
 from calipers.report import terminal_robustness
 from calipers.report.json_report import write_json
@@ -39,6 +38,8 @@ def find_config(config: Path | None) -> Path:
 
 def store_rows(run: CheckRun, db: Path) -> int:
     """Import the check's samples into the store (validated, one transaction)."""
+    from calipers.data.store import Store  # DuckDB is imported only when the store is written
+
     with tempfile.TemporaryDirectory(prefix="calipers-check-") as tmp:
         path = Path(tmp) / f"{run.result.run}.jsonl"
         path.write_text("".join(json.dumps(r) + "\n" for r in run.rows), encoding="utf-8")
@@ -94,7 +95,8 @@ def check(
     failed.
     """
     cfg = load_kelvin_config(find_config(config))
-    print_warnings(list(cfg.warnings))
+    for warning in cfg.warnings:
+        stderr_console().print(f"[yellow]warning:[/] {escape(warning)}")
     options = CheckOptions(
         only=only, seed=seed, workers=jobs, use_cache=not no_cache, out=out,
         run_name=run_name or "check", progress=None if not quiet else False,

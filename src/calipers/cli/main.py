@@ -1,9 +1,10 @@
 """The `calipers` command: a thin layer over the library with one error boundary.
 
-Each command module registers its commands on `cli`; every command parses its options, makes one
-library call and renders the result. Errors raised on purpose (`CalipersError`) become one message
-with a hint and a documented exit code; nothing else is caught here, so real bugs keep their
-traceback.
+Each command module registers its commands on `cli`, and is imported only when one of its commands
+runs (or help lists them all), so `calipers check` does not pay for the statistics stack; every
+command parses its options, makes one library call and renders the result. Errors raised on
+purpose (`CalipersError`) become one message with a hint and a documented exit code; nothing else
+is caught here, so real bugs keep their traceback.
 """
 
 from __future__ import annotations
@@ -21,10 +22,33 @@ from calipers import __version__
 from calipers.errors import EXIT_INPUT, CalipersError
 
 DEFAULT_DB = Path(".calipers") / "calipers.duckdb"
-COMMAND_MODULES = ("data", "score", "compare", "grade", "rank", "check", "demo")
+# command → the module under calipers.cli that defines it
+COMMANDS = {
+    "import": "data", "runs": "data", "export": "data", "schema": "data",
+    "score": "score", "leaderboard": "score", "schemes": "score",
+    "compare": "compare", "grade": "grade", "rank": "rank",
+    "check": "check", "init": "check", "demo": "demo",
+}  # fmt: skip
+COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class LazyGroup(click.Group):
+    """Imports a command's module the first time the command is looked up."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = COMMANDS.get(cmd_name)
+        if module is not None and cmd_name not in self.commands:
+            importlib.import_module(f"calipers.cli.{module}")
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(__version__, prog_name="calipers")
 def cli() -> None:
     """The measurement layer for LLM and agent evaluations.
@@ -58,13 +82,13 @@ def stderr_console() -> Console:
 
 
 def _register_commands() -> None:
+    """Import every command module (for callers that need all commands registered at once)."""
     for module in COMMAND_MODULES:
         importlib.import_module(f"calipers.cli.{module}")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; return the process exit code."""
-    _register_commands()
     err = stderr_console()
     try:
         cli.main(args=argv, prog_name="calipers", standalone_mode=False)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.table import Table
 
-from calipers.schemes.reasonscore import ReasonScoreResult
+if TYPE_CHECKING:
+    from calipers.schemes.reasonscore import ReasonScoreResult
 
 
 def num(x: float | None, fmt: str) -> str:

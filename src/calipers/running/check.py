@@ -17,6 +17,7 @@ one that would leave the output directory is an input error before anything runs
 from __future__ import annotations
 
 import json
+from concurrent.futures import Future, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,10 +30,15 @@ from calipers.running.cases import (
     select_cases,
 )
 from calipers.running.decision import DecisionField, is_structured
-from calipers.running.executor import Job, run_jobs
+from calipers.running.executor import Job, JobPool
 from calipers.running.invoke import InvocationResult, Pipeline, write_atomic
 from calipers.running.kelvin_config import KelvinConfig
-from calipers.running.perturb import Perturbation, generate_variants, single_case_warning
+from calipers.running.perturb import (
+    Perturbation,
+    PerturbationBatch,
+    generate_variants,
+    single_case_warning,
+)
 from calipers.schemes.robustness import (
     BASELINE,
     SENSITIVITY_KINDS,
@@ -120,55 +126,81 @@ def run_check(config: KelvinConfig, options: CheckOptions) -> CheckRun:
         config, use_cache=options.use_cache, default_cache=root / ".calipers" / "cache"
     )
     extract = DecisionField.parse(config.decision_field)
-    run_kw = {"extract": extract, "workers": options.workers, "seed": seed,
-              "progress": options.progress}  # fmt: skip
-
     warnings = list(config.warnings)
     if (single := single_case_warning(all_cases)) is not None:
         warnings.append(single)
 
-    # Phase 1: baselines.
-    baseline_jobs = [
-        Job(f"{c.name}/baseline", c.render(), _inside(out, c.name, "baseline")) for c in cases
-    ]
-    baselines = run_jobs(pipeline, baseline_jobs, label="baselines", **run_kw)  # type: ignore[arg-type]
-    for case, res in zip(cases, baselines, strict=True):
-        if not res.ok and res.parsed_output is not None:  # valid JSON without the field
-            raise DataError(
-                f"{case.name}: {res.error}",
-                hint=f"Set `decision_field:` in {config.path.name} to a key the pipeline writes "
-                "(or a path such as result.label).",
-            )
-    ok_cases = [(c, r) for c, r in zip(cases, baselines, strict=True) if r.ok]
-    replays = _noise_floor(config, pipeline, ok_cases, out, run_kw)
+    # One pool for everything: a case's perturbations (and noise-floor replays) start as soon as
+    # its baseline succeeds, so no worker idles waiting for the slowest baseline.
+    fresh = Pipeline(**{**pipeline.__dict__, "cache_dir": None})  # replays bypass the cache
+    replications = config.noise_floor.replications if config.noise_floor.enabled else 1
+    batches: dict[str, PerturbationBatch] = {}
+    pending_variants: dict[str, list[Future[InvocationResult]]] = {}
+    pending_replays: dict[str, list[Future[InvocationResult]]] = {}
+    baselines: dict[str, InvocationResult] = {}
+    with JobPool(
+        extract=extract, workers=options.workers, seed=seed, progress=options.progress,
+        label="check",
+    ) as pool:  # fmt: skip
+        started = {
+            pool.submit(
+                pipeline, Job(f"{c.name}/baseline", c.render(), _inside(out, c.name, "baseline"))
+            ): c
+            for c in cases
+        }
+        for future in as_completed(started):
+            case, res = started[future], future.result()
+            baselines[case.name] = res
+            if not res.ok and res.parsed_output is not None:  # valid JSON without the field
+                raise DataError(
+                    f"{case.name}: {res.error}",
+                    hint=f"Set `decision_field:` in {config.path.name} to a key the pipeline "
+                    "writes (or a path such as result.label).",
+                )
+            if not res.ok:
+                continue
+            pending_replays[case.name] = [
+                pool.submit(fresh, Job(f"{case.name}/replay-{i:02d}", case.render(),
+                                       _inside(out, case.name, "baseline", "replays", f"{i:02d}")))
+                for i in range(1, replications)
+            ]  # fmt: skip
+            batch = generate_variants(
+                case, all_cases, seed=seed, governing_types=config.governing_types,
+                kinds=config.perturbation_kinds,
+            )  # fmt: skip
+            batches[case.name] = batch
+            variants_dir = _inside(out, case.name, "perturbations")
+            pending_variants[case.name] = [
+                pool.submit(pipeline, Job(
+                    f"{case.name}/{p.variant_id}", p.text,
+                    _inside(variants_dir, _safe_part(p.variant_id, "variant id")),
+                ))
+                for p in batch.perturbations
+            ]  # fmt: skip
 
-    # Phase 2: every perturbation of every case whose baseline succeeded.
-    variants: list[tuple[Case, Perturbation]] = []
+    # Everything below in case order, as kelvin writes it.
+    ordered_baselines = [baselines[c.name] for c in cases]
+    ok_cases = [c for c in cases if baselines[c.name].ok]
     caps: list[str] = []
-    for case, _ in ok_cases:
-        batch = generate_variants(
-            case, all_cases, seed=seed, governing_types=config.governing_types,
-            kinds=config.perturbation_kinds,
-        )  # fmt: skip
+    variants: list[tuple[Case, Perturbation]] = []
+    results: list[InvocationResult] = []
+    replays: dict[str, list[InvocationResult]] = {}
+    for case in ok_cases:
+        batch = batches[case.name]
         warnings += batch.warnings
         caps += batch.caps
         variants += [(case, p) for p in batch.perturbations]
-    jobs = [
-        Job(
-            f"{case.name}/{p.variant_id}",
-            p.text,
-            _inside(out, case.name, "perturbations", _safe_part(p.variant_id, "variant id")),
-        )
-        for case, p in variants
-    ]
-    results = run_jobs(pipeline, jobs, label="perturbations", **run_kw)  # type: ignore[arg-type]
+        results += [f.result() for f in pending_variants[case.name]]
+        replays[case.name] = [f.result() for f in pending_replays[case.name]]
 
-    rows, case_results = _collect(options.run_name, cases, baselines, replays, variants, results)
+    rows, case_results = _collect(
+        options.run_name, cases, ordered_baselines, replays, variants, results
+    )
     scored = score_run(
         case_results, options.run_name, confidence_level=options.confidence_level,
         n_resamples=options.n_resamples, seed=options.bootstrap_seed,
     )  # fmt: skip
-    everything = [*baselines, *results, *(r for rs in replays.values() for r in rs)]
+    everything = [*ordered_baselines, *results, *(r for rs in replays.values() for r in rs)]
     run = CheckRun(
         config, seed, out, scored, rows, warnings, caps,
         invocations=sum(1 for r in everything if not r.cached),
@@ -186,33 +218,6 @@ def run_check(config: KelvinConfig, options: CheckOptions) -> CheckRun:
             f"{out}/<case>/baseline/input.md.",
         )
     return run
-
-
-def _noise_floor(
-    config: KelvinConfig,
-    pipeline: Pipeline,
-    ok_cases: list[tuple[Case, InvocationResult]],
-    out: Path,
-    run_kw: dict[str, Any],
-) -> dict[str, list[InvocationResult]]:
-    """Replays of each successful baseline (fresh calls: the cache is bypassed, as in kelvin)."""
-    if not config.noise_floor.enabled or config.noise_floor.replications < 2:
-        return {}
-    fresh = Pipeline(**{**pipeline.__dict__, "cache_dir": None})
-    jobs = [
-        Job(
-            f"{case.name}/replay-{i:02d}",
-            case.render(),
-            _inside(out, case.name, "baseline", "replays", f"{i:02d}"),
-        )
-        for case, _ in ok_cases
-        for i in range(1, config.noise_floor.replications)
-    ]
-    results = run_jobs(fresh, jobs, label="noise floor", **run_kw)
-    by_case: dict[str, list[InvocationResult]] = {}
-    for job, res in zip(jobs, results, strict=True):
-        by_case.setdefault(job.name.split("/")[0], []).append(res)
-    return by_case
 
 
 def _row(

@@ -11,7 +11,7 @@ import os
 import random
 import sys
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +40,58 @@ class Job:
         return self.directory / "output.json"
 
 
+class JobPool:
+    """A bounded pool of pipeline invocations whose work can grow while it runs (perturbations are
+    submitted as their case's baseline finishes), with one progress bar over everything
+    submitted. Use as a context manager; leaving it waits for, or on error cancels, the rest."""
+
+    def __init__(
+        self,
+        *,
+        extract: Extract,
+        workers: int | None = None,
+        seed: int = 0,
+        progress: bool | None = None,
+        label: str = "invocations",
+    ) -> None:
+        self.extract, self.seed = extract, seed
+        self._pool = ThreadPoolExecutor(max_workers=max(1, workers or default_workers()))
+        show = sys.stderr.isatty() if progress is None else progress
+        self._bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=True,
+            disable=not show,
+        )
+        self._task = self._bar.add_task(label, total=0)
+
+    def __enter__(self) -> JobPool:
+        self._bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=exc[0] is not None)
+        self._bar.__exit__(None, None, None)
+
+    def submit(self, pipeline: Pipeline, job: Job) -> Future[InvocationResult]:
+        self._bar.update(self._task, total=(self._bar.tasks[0].total or 0) + 1)
+
+        def one() -> InvocationResult:
+            write_atomic(job.input_path, job.text)
+            # Jitter from (seed, job): the same run waits the same way, whatever the scheduling.
+            rng = random.Random(f"{self.seed}\x00{job.name}")
+            try:
+                return invoke(pipeline, job.input_path, job.output_path, extract=self.extract,
+                              rng=rng)  # fmt: skip
+            finally:
+                self._bar.advance(self._task)
+
+        return self._pool.submit(one)
+
+
 def run_jobs(
     pipeline: Pipeline,
     jobs: Sequence[Job],
@@ -51,29 +103,8 @@ def run_jobs(
     label: str = "invocations",
 ) -> list[InvocationResult]:
     """Results in the order of `jobs`. `progress` None: a bar only on an interactive stderr."""
-    n_workers = max(1, workers or default_workers())
-    show = sys.stderr.isatty() if progress is None else progress
-
-    def one(job: Job) -> InvocationResult:
-        write_atomic(job.input_path, job.text)
-        # Jitter from (seed, job): the same run waits the same way, whatever the scheduling.
-        rng = random.Random(f"{seed}\x00{job.name}")
-        return invoke(pipeline, job.input_path, job.output_path, extract=extract, rng=rng)
-
-    results: list[InvocationResult | None] = [None] * len(jobs)
-    bar = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-        disable=not show,
-    )
-    with bar, ThreadPoolExecutor(max_workers=n_workers) as pool:
-        task = bar.add_task(label, total=len(jobs))
-        futures = {pool.submit(one, job): i for i, job in enumerate(jobs)}
-        for future in as_completed(futures):
-            results[futures[future]] = future.result()
-            bar.advance(task)
-    return [r for r in results if r is not None]
+    with JobPool(
+        extract=extract, workers=workers, seed=seed, progress=progress, label=label
+    ) as pool:
+        futures = [pool.submit(pipeline, job) for job in jobs]
+        return [f.result() for f in futures]

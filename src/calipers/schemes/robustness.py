@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from calipers.data.source import SampleSet
 from calipers.errors import DataError
 from calipers.running.decision import distance, is_structured
 from calipers.schemes.base import Scheme, SchemeResult, reject_options
@@ -37,6 +36,8 @@ from calipers.stats import DEFAULT_SEED, BootstrapResult, mean_bootstrap
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from calipers.data.source import SampleSet
 
 BASELINE = "baseline"
 INVARIANCE_KINDS = ("reorder", "pad_length", "pad_content", "pad")  # "pad": kelvin 0.2's name
