@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _machine import save
 
 ROOT = Path(__file__).parent.parent
-CASES = ROOT.parent / "shared" / "reference" / "kelvin" / "cases"
+CASES = ROOT / "tests" / "fixtures" / "kelvin" / "cases"
 PIPELINE = ROOT / "tests" / "fixtures" / "pipelines" / "stage_pipeline.py"
 BIN = Path(sys.executable).parent
 KEYS = ("invariance", "invariance_sample", "sensitivity", "sensitivity_sample", "kelvin_score")

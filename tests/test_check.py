@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from calipers.cli.main import main
@@ -22,7 +23,7 @@ from calipers.running.cases import load_cases
 from calipers.running.perturb import generate_variants
 
 ROOT = Path(__file__).parent.parent
-CASES = ROOT.parent / "shared" / "reference" / "kelvin" / "cases"
+CASES = Path(__file__).parent / "fixtures" / "kelvin" / "cases"
 EXPERIMENT = CASES.parent / "experiments" / "pillar2_decomposition_demo"
 PIPELINE = Path(__file__).parent / "fixtures" / "pipelines" / "stage_pipeline.py"
 CALIPERS = Path(sys.executable).parent / "calipers"
@@ -88,16 +89,26 @@ def test_check_writes_kelvins_layout_and_scores(tmp_path: Path) -> None:
     assert baseline == written_by_kelvin.read_text()
 
 
+def published(kind: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    capsys.readouterr()
+    assert main(["schema", "--report", kind]) == 0
+    schema: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return schema
+
+
 def test_store_and_directory_give_the_same_numbers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = project(tmp_path)
     assert check(root, "--run", "stage-v1") == 0
     expected = report(root)
+    jsonschema.validate(expected, published("check", capsys))
     capsys.readouterr()
     assert main(["score", "--scheme", "robustness", "--db", str(root / "store.duckdb"),
                  "--json", "-"]) == 0  # fmt: skip
-    stored = json.loads(capsys.readouterr().out)["runs"]["stage-v1"]
+    scored = json.loads(capsys.readouterr().out)
+    jsonschema.validate(scored, published("robustness", capsys))
+    stored = scored["runs"]["stage-v1"]
     assert main(["score", str(root / "kelvin"), "--scheme", "robustness", "--json", "-"]) == 0
     imported = json.loads(capsys.readouterr().out)["runs"]["project"]
     for scores in (stored, imported):

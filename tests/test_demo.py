@@ -19,6 +19,11 @@ def test_demo_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "Layered comparison" in out and "atlas-small (control)" in out
     assert "CAUTIOUS composite +0.412" in out and "fails the gate on judge" in out
     assert (tmp_path / "demo.duckdb").exists()
+    # then the example robustness project, scaffolded and checked with the demo's seed
+    assert "Robustness check" in out and "Sensitivity 1.00" in out
+    check = json.loads((tmp_path / "check" / "kelvin" / "report.json").read_text())
+    assert check["seed"] == 20261122 and check["sensitivity"] == 1.0
+    assert f"Invariance {check['invariance']:.2f}" in out
     lines = (tmp_path / "samples.jsonl").read_text().splitlines()
     first = json.loads(lines[0])
     assert len(first["judgments"]) == 2 and len(first["assertions"]) == 2

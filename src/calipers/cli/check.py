@@ -123,13 +123,9 @@ def check(
     )
 
 
-@cli.command()
-@click.argument(
-    "directory", type=click.Path(path_type=Path, file_okay=False), default=Path("."), required=False
-)
-def init(directory: Path) -> None:
-    """Scaffold a working robustness check in DIRECTORY: kelvin.yaml, three cases and a small
-    deterministic example pipeline. Existing files are never overwritten."""
+def scaffold_project(directory: Path) -> list[Path]:
+    """Copy the example project (kelvin.yaml, cases, pipeline.py) into `directory`; never
+    overwrites. The config runs the pipeline with this Python."""
     scaffold = resources.files("calipers.running.scaffold")
     targets = {
         "kelvin.yaml": directory / "kelvin.yaml",
@@ -151,6 +147,17 @@ def init(directory: Path) -> None:
             text = text.replace("{python}", shlex.quote(sys.executable).replace("{", "{{"))
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
+    return list(targets.values())
+
+
+@cli.command()
+@click.argument(
+    "directory", type=click.Path(path_type=Path, file_okay=False), default=Path("."), required=False
+)
+def init(directory: Path) -> None:
+    """Scaffold a working robustness check in DIRECTORY: kelvin.yaml, three cases and a small
+    deterministic example pipeline. Existing files are never overwritten."""
+    written = scaffold_project(directory)
     console = stdout_console()
-    console.print(f"Wrote {len(targets)} files to {directory}. Next:", highlight=False)
+    console.print(f"Wrote {len(written)} files to {directory}. Next:", highlight=False)
     console.print(f"  cd {shlex.quote(str(directory))} && calipers check", highlight=False)

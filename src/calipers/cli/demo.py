@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
 import click
 
+from calipers.cli.check import scaffold_project
 from calipers.cli.main import cli, stdout_console
 from calipers.data.source import open_samples
 from calipers.data.store import Store
 from calipers.demo.synthetic import DEMO_SEED, generate_samples, write_jsonl
-from calipers.report import terminal, terminal_compare
+from calipers.report import terminal, terminal_compare, terminal_robustness
+from calipers.running.check import CheckOptions, run_check
+from calipers.running.kelvin_config import load_kelvin_config
 from calipers.schemes import get_scheme
 from calipers.schemes.reasonscore import ReasonScoreResult
 from calipers.verdicts.compare import compare
@@ -36,7 +40,8 @@ DEMO_TREATMENT = "atlas-large"
 )
 def demo(directory: Path, seed: int) -> None:
     """Generate a synthetic evaluation, import it, print the ReasonScore leaderboard and a
-    layered comparison of two variants with its verdict."""
+    layered comparison of two variants with its verdict; then scaffold the example robustness
+    project and check it."""
     console = stdout_console()
     started = time.perf_counter()
     data = directory / "samples.jsonl"
@@ -59,8 +64,23 @@ def demo(directory: Path, seed: int) -> None:
         treatments=[DEMO_TREATMENT],
     )
     terminal_compare.comparison(comparison, console)
+    console.print()
+    check_dir = directory / "check"
+    console.print(
+        f"[bold]Robustness check[/] of the example pipeline (`calipers init` → {check_dir})"
+    )
+    shutil.rmtree(check_dir, ignore_errors=True)
+    scaffold_project(check_dir)
+    checked = run_check(
+        load_kelvin_config(check_dir / "kelvin.yaml"), CheckOptions(progress=False, seed=seed)
+    )
+    terminal_robustness.run_summary(
+        checked.result, console, decision_field=checked.config.decision_field,
+        governing_types=list(checked.config.governing_types),
+    )  # fmt: skip
     console.print(
         f"[dim]{time.perf_counter() - started:.1f} s. Try: calipers score {data} "
         f"--scheme reasonscore --tasks · calipers compare {data} --scheme layered "
-        f"--control {DEMO_CONTROL} --treatment {DEMO_TREATMENT} --treatment cirrus-mini[/]"
+        f"--control {DEMO_CONTROL} --treatment {DEMO_TREATMENT} --treatment cirrus-mini · "
+        f"cd {check_dir} && calipers check[/]"
     )
