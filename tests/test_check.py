@@ -293,6 +293,16 @@ def test_names_that_escape_the_output_directory_are_refused(tmp_path: Path) -> N
     assert not list(tmp_path.rglob("*evil*-01"))
 
 
+def test_a_case_file_named_dot_dot_is_refused(tmp_path: Path) -> None:
+    cases = tmp_path / "dots"
+    cases.mkdir()
+    (cases / "...md").write_text("## Gate Rule\n\nAdvance from A to B requires: x.\n")  # stem ".."
+    (cases / "ok.md").write_text("## Gate Rule\n\nAdvance from A to B requires: y.\n")
+    root = project(tmp_path, cases=cases)
+    assert check(root) == 1
+    assert not (root / "kelvin").exists() and not (root / "baseline").exists()
+
+
 # --- a run killed part-way ----------------------------------------------------------------------
 
 
