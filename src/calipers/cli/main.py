@@ -27,7 +27,7 @@ COMMANDS = {
     "import": "data", "runs": "data", "export": "data", "schema": "data",
     "score": "score", "leaderboard": "score", "schemes": "score",
     "compare": "compare", "grade": "grade", "rank": "rank",
-    "check": "check", "init": "check", "demo": "demo",
+    "check": "check", "init": "check", "run": "run", "demo": "demo",
 }  # fmt: skip
 COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 

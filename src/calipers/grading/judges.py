@@ -334,3 +334,23 @@ def judge_sample(
         for repeat in range(repeats):
             out.extend(judge_once(judge, template, prompt, repeat=repeat, cache=cache))
     return out
+
+
+def judge_from_spec(
+    spec: str, *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY"
+) -> Judge:
+    """A judge from the command line: `openai:MODEL` (an OpenAI-compatible endpoint at
+    `base_url`, its key in the environment variable `api_key_env`) or `command:PROGRAM ARGS`
+    (the prompt on stdin). The key itself never appears on the command line."""
+    kind, _, rest = spec.partition(":")
+    if kind == "openai" and rest:
+        return OpenAIJudge(name=f"openai:{rest}", model=rest, base_url=base_url,
+                           api_key_env=api_key_env)  # fmt: skip
+    if kind == "command" and rest.strip():
+        program = shlex.split(rest)[0] if shlex.split(rest) else rest
+        return CommandJudge(name=f"command:{Path(program).name}", command=rest)
+    raise InputError(
+        f"--judge {spec!r}: expected openai:MODEL or command:PROGRAM",
+        hint="e.g. --judge openai:gpt-4o-mini --judge-base-url http://localhost:8000/v1, or "
+        "--judge 'command:claude -p --output-format json'.",
+    )

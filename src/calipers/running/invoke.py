@@ -89,11 +89,13 @@ class Pipeline:
     retry: RetryPolicy = RetryPolicy()
     cache_dir: Path | None = None
     cwd: Path | None = None
+    cache_salt: str = ""  # e.g. "epoch=2": repeats of one input are separate invocations
 
     def cache_key(self, rendered: str) -> str:
         """kelvin's key: sha256 of the three parts joined by NUL bytes (so ("ab", "c") and
-        ("a", "bc") differ)."""
-        joined = "\x00".join((self.command, rendered, self.decision_field))
+        ("a", "bc") differ); a salt, when set, is a fourth part (kelvin never sets one)."""
+        parts = (self.command, rendered, self.decision_field)
+        joined = "\x00".join((*parts, self.cache_salt) if self.cache_salt else parts)
         return hashlib.sha256(joined.encode("utf-8")).hexdigest()
 
 

@@ -1,0 +1,199 @@
+"""`calipers run`: a suite's tasks through the user's pipeline, then assertions, then judges; one
+sample per (task, epoch), ready for the store.
+
+The pipeline contract: it reads the task's input (a file, `{input}`, or stdin) and writes one JSON
+object (a file, `{output}`, or stdout):
+
+    {"output": "the answer text",            required (a non-string is stored as its JSON)
+     "tokens_in": 812, "tokens_out": 95,      optional telemetry: non-negative integers
+     "cost_usd": 0.0021, "latency_s": 1.8,    non-negative numbers
+     "tool_calls": 2, "steps": 3,             non-negative integers
+     "truncated": false,                      boolean
+     "tools": [{"name": "search", "input": {...}, "output": "..."}],
+     "decision": ...}                         any JSON (for decision-based assertions)
+
+A telemetry value of the wrong type is dropped with a note, never guessed. A failed invocation
+(non-zero exit, timeout, no JSON, no `output`) is a sample with its `error`; its assertions are
+recorded as failed (a pipeline that crashed did not pass its checks) and it is not judged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from calipers.grading.grade import grade_record
+from calipers.grading.judges import Judge, JudgeCache, PromptTemplate, judge_sample
+from calipers.grading.rubric_file import load_rubric
+from calipers.running.executor import Job, JobPool
+from calipers.running.invoke import InvocationResult, Pipeline
+from calipers.running.suite import Suite, Task
+
+INTEGER_FIELDS = ("tokens_in", "tokens_out", "tool_calls", "steps")
+NUMBER_FIELDS = ("cost_usd", "latency_s")
+
+
+@dataclass
+class JudgeOptions:
+    judges: Sequence[Judge] = ()
+    kind: str = "overall"  # overall (1–5), objective (0–1); a task with a rubric uses "rubric"
+    repeats: int = 1
+    debias_length: bool = True
+    cache_dir: Path | None = None
+
+
+@dataclass
+class RunOptions:
+    run_name: str
+    workers: int | None = None
+    epochs: int | None = None  # overrides the suite's and the tasks'
+    use_cache: bool = True
+    out: Path | None = None  # where inputs and outputs go; default .calipers/runs/<run>
+    stdio: bool = False
+    timeout_s: float = 150.0
+    seed: int = 0
+    progress: bool | None = None
+    judging: JudgeOptions = field(default_factory=JudgeOptions)
+
+
+@dataclass
+class SuiteRun:
+    rows: list[dict[str, Any]]
+    invocations: int
+    cached: int
+    failed: int
+    judged: int
+    notes: list[str] = field(default_factory=list)
+
+
+def extract_output(parsed: dict[str, Any]) -> Any:
+    if "output" not in parsed:
+        raise LookupError(f"pipeline output has no 'output' field. Actual keys: {sorted(parsed)}.")
+    return parsed["output"]
+
+
+def safe_dir(name: str) -> str:
+    """A directory name for a task id: kept when harmless, else cleaned and suffixed with a hash
+    so that two ids never share a directory."""
+    if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,80}", name) and ".." not in name:
+        return name
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._")[:60] or "task"
+    return f"{cleaned}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+
+
+def _telemetry(parsed: dict[str, Any], where: str, notes: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in (*INTEGER_FIELDS, *NUMBER_FIELDS, "truncated", "tools", "decision"):
+        if name not in parsed or parsed[name] is None:
+            continue
+        value = parsed[name]
+        ok = {
+            **{f: isinstance(value, int) and not isinstance(value, bool) and value >= 0
+               for f in INTEGER_FIELDS},
+            **{f: isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+               and value == value and value != float("inf") for f in NUMBER_FIELDS},
+            "truncated": isinstance(value, bool),
+            "tools": isinstance(value, list)
+            and all(isinstance(t, dict) and isinstance(t.get("name"), str) for t in value),
+            "decision": True,
+        }[name]  # fmt: skip
+        if not ok:
+            notes.append(f"{where}: telemetry '{name}' = {value!r} has the wrong type; dropped")
+            continue
+        if name == "tools":
+            value = [
+                {"name": t["name"], "input": t.get("input"),
+                 "output": None if t.get("output") is None else str(t.get("output"))}
+                for t in value
+            ]  # fmt: skip
+        out[name] = value
+    return out
+
+
+def _sample(
+    run: str, task: Task, epoch: int, res: InvocationResult, notes: list[str]
+) -> dict[str, Any]:
+    row: dict[str, Any] = {"run": run, "task": task.id, "sample_id": task.id, "epoch": epoch}
+    specs = [spec.model_dump(exclude_none=True) for spec in task.assertions]
+    if res.ok and res.parsed_output is not None:
+        output = res.decision_value
+        row["output"] = output if isinstance(output, str) else json.dumps(output)
+        row.update(_telemetry(res.parsed_output, f"task {task.id}, epoch {epoch}", notes))
+        row["assertions"] = specs
+        grade_record(row, f"task {task.id}, epoch {epoch}")
+    else:
+        row["error"] = res.error or "pipeline failed"
+        row["assertions"] = [
+            {**s, "passed": False, "detail": f"not evaluated: {row['error']}"} for s in specs
+        ]
+    return row
+
+
+def run_suite(suite: Suite, command: str, options: RunOptions) -> SuiteRun:
+    """Every task × epoch through the pipeline (bounded pool, cached, resumable), assertions
+    graded, judges called; samples in suite order."""
+    out = options.out or Path(".calipers") / "runs" / safe_dir(options.run_name)
+    pipeline = Pipeline(
+        command=command,
+        mode="stdio" if options.stdio else "files",
+        decision_field="output",
+        timeout_s=options.timeout_s,
+        cache_dir=(Path(".calipers") / "cache") if options.use_cache else None,
+        cwd=None,
+    )
+    jobs: list[tuple[Task, int, Future[InvocationResult]]] = []
+    with JobPool(extract=extract_output, workers=options.workers, seed=options.seed,
+                 progress=options.progress, label="tasks") as pool:  # fmt: skip
+        for task in suite.tasks:
+            for epoch in range(suite.epochs_of(task, options.epochs)):
+                job = Job(f"{task.id}/{epoch}", suite.inputs[task.id],
+                          out / safe_dir(task.id) / str(epoch))  # fmt: skip
+                salted = replace(pipeline, cache_salt=f"epoch={epoch}")
+                jobs.append((task, epoch, pool.submit(salted, job)))
+    notes: list[str] = []
+    results = [(task, epoch, future.result()) for task, epoch, future in jobs]
+    rows = [_sample(options.run_name, t, e, r, notes) for t, e, r in results]
+    judged = judge_rows(suite, rows, options) if options.judging.judges else 0
+    return SuiteRun(
+        rows,
+        invocations=sum(1 for *_, r in results if not r.cached),
+        cached=sum(1 for *_, r in results if r.cached),
+        failed=sum(1 for *_, r in results if not r.ok),
+        judged=judged,
+        notes=notes,
+    )
+
+
+def judge_rows(suite: Suite, rows: list[dict[str, Any]], options: RunOptions) -> int:
+    """Judge every sample that has an output; judgments are appended to each row. A judge that
+    fails after its retries leaves a judgment with score null and its error (never a 0)."""
+    judging = options.judging
+    cache = JudgeCache(judging.cache_dir) if judging.cache_dir else None
+    tasks = {t.id: t for t in suite.tasks}
+    templates = {
+        kind: PromptTemplate.load(kind, debias_length=judging.debias_length)
+        for kind in {judging.kind, "rubric"}
+    }
+
+    def one(row: dict[str, Any]) -> list[dict[str, Any]]:
+        task = tasks[row["task"]]
+        rules = (
+            load_rubric(suite.path.parent / task.rubric).rules_for(task.id) if task.rubric else None
+        )
+        template = templates["rubric" if rules is not None else judging.kind]
+        prompt = template.render(
+            task=suite.inputs[task.id], output=row["output"], expected=task.expected, rules=rules
+        )
+        return judge_sample(judging.judges, template, prompt, repeats=judging.repeats, cache=cache)
+
+    todo = [row for row in rows if row.get("output") is not None]
+    with ThreadPoolExecutor(max_workers=max(1, options.workers or 4)) as pool:
+        for row, judgments in zip(todo, pool.map(one, todo), strict=True):
+            row["judgments"] = judgments
+    return len(todo)

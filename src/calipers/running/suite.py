@@ -1,0 +1,174 @@
+"""Suites: the tasks `calipers run` puts through a user's pipeline, in YAML (tasks may also come
+from a JSON Lines file, one task per line).
+
+```yaml
+name: support-bot            # optional
+epochs: 2                    # runs of each task (default 1; a task's own `epochs` wins)
+cases_file: more_tasks.jsonl # optional: more tasks, one JSON object per line
+tasks:
+  - id: refund-window
+    input: "A customer asks for a refund after 40 days. What do we answer?"
+    expected: "Refunds are accepted within 30 days."     # optional, shown to judges
+    assertions:                                            # the types of `calipers schema`
+      - {type: contains, value: "30 days"}
+      - {type: max_length, value: 600}
+    rubric: rubrics/support.yaml                           # optional: judge on the rubric
+  - id: long-ticket
+    input_file: inputs/ticket-1042.md                      # relative to the suite file
+```
+
+Every problem names the file, the task (line for JSONL) and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from calipers.data.model import ASSERTION_LAYERS
+from calipers.errors import InputError
+
+
+class AssertionSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: str
+    value: Any = None
+    name: str | None = None
+    weight: float = Field(default=1.0, gt=0)
+
+    @model_validator(mode="after")
+    def _known_type(self) -> AssertionSpec:
+        if self.type not in ASSERTION_LAYERS:
+            raise ValueError(
+                f"unknown assertion type '{self.type}' (see `calipers schema` for the types)"
+            )
+        return self
+
+
+class Task(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    input: str | None = None
+    input_file: str | None = None
+    expected: str | None = None
+    assertions: list[AssertionSpec] = Field(default_factory=list)
+    rubric: str | None = None
+    epochs: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _one_input(self) -> Task:
+        if (self.input is None) == (self.input_file is None):
+            raise ValueError("give exactly one of `input` and `input_file`")
+        return self
+
+
+class SuiteFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = None
+    epochs: int = Field(default=1, ge=1)
+    cases_file: str | None = None
+    tasks: list[Task] = Field(default_factory=list)
+
+
+class Suite(BaseModel):
+    """A loaded suite: tasks with their input text resolved."""
+
+    path: Path
+    name: str
+    epochs: int
+    tasks: list[Task]
+    inputs: dict[str, str]  # task id → the text given to the pipeline
+
+    def epochs_of(self, task: Task, override: int | None = None) -> int:
+        return override or task.epochs or self.epochs
+
+
+def _problem(exc: ValidationError, where: str, tasks: list[Any] | None = None) -> InputError:
+    first = exc.errors()[0]
+    loc = [str(p) for p in first["loc"]]
+    if tasks is not None and len(loc) >= 2 and loc[0] == "tasks" and loc[1].isdigit():
+        raw = tasks[int(loc[1])]
+        task_id = raw.get("id") if isinstance(raw, dict) else None
+        loc = [f"tasks[{loc[1]}]" + (f" (id {task_id})" if task_id else ""), *loc[2:]]
+    message = first["msg"].removeprefix("Value error, ")
+    more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+    return InputError(
+        f"{where}: field '{'.'.join(loc)}': {message}{more}",
+        hint="A task needs `id` and one of `input` or `input_file`; see docs/running.md.",
+    )
+
+
+def load_suite(path: Path) -> Suite:
+    """Read and validate a suite file (YAML or JSON) and the files it names."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: suite file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read the suite: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f", line {mark.line + 1}" if mark is not None else ""
+        raise InputError(f"{path}{line}: not valid YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise InputError(f"{path}: a suite is a mapping with `tasks:` (got {type(raw).__name__})")
+    try:
+        spec = SuiteFile.model_validate(raw)
+    except ValidationError as exc:
+        raise _problem(
+            exc, str(path), raw.get("tasks") if isinstance(raw, dict) else None
+        ) from None
+    tasks = list(spec.tasks)
+    if spec.cases_file:
+        tasks += _jsonl_tasks(path.parent / spec.cases_file)
+    if not tasks:
+        raise InputError(f"{path}: the suite has no task", hint="Add `tasks:` or `cases_file:`.")
+    seen: set[str] = set()
+    inputs = {}
+    for task in tasks:
+        if task.id in seen:
+            raise InputError(f"{path}: task id '{task.id}' appears twice")
+        seen.add(task.id)
+        inputs[task.id] = _input_text(path, task)
+    return Suite(
+        path=path, name=spec.name or path.stem, epochs=spec.epochs, tasks=tasks, inputs=inputs
+    )
+
+
+def _jsonl_tasks(path: Path) -> list[Task]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the cases file: {exc.strerror}") from None
+    tasks = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            tasks.append(Task.model_validate(json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}, line {number}: not valid JSON: {exc.msg}") from None
+        except ValidationError as exc:
+            raise _problem(exc, f"{path}, line {number}") from None
+    return tasks
+
+
+def _input_text(suite_path: Path, task: Task) -> str:
+    if task.input is not None:
+        return task.input
+    assert task.input_file is not None
+    source = suite_path.parent / task.input_file
+    try:
+        return source.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(
+            f"{suite_path}: task '{task.id}': field 'input_file': cannot read {source}: "
+            f"{exc.strerror}"
+        ) from None
