@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-import tempfile
 from importlib import resources
 from pathlib import Path
 
@@ -40,11 +39,8 @@ def store_rows(run: CheckRun, db: Path) -> int:
     """Import the check's samples into the store (validated, one transaction)."""
     from calipers.data.store import Store  # DuckDB is imported only when the store is written
 
-    with tempfile.TemporaryDirectory(prefix="calipers-check-") as tmp:
-        path = Path(tmp) / f"{run.result.run}.jsonl"
-        path.write_text("".join(json.dumps(r) + "\n" for r in run.rows), encoding="utf-8")
-        with Store(db) as store:
-            return store.import_files([path]).samples
+    with Store(db) as store:
+        return store.import_rows(run.rows, name=run.result.run).samples
 
 
 @cli.command()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import tempfile
 from pathlib import Path
 
 import click
@@ -51,11 +49,8 @@ def judging_from(
 def store_rows(rows: list[dict[str, object]], name: str, db: Path) -> int:
     from calipers.data.store import Store
 
-    with tempfile.TemporaryDirectory(prefix="calipers-run-") as tmp:
-        path = Path(tmp) / f"{name}.jsonl"
-        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-        with Store(db) as store:
-            return store.import_files([path]).samples
+    with Store(db) as store:
+        return store.import_rows(rows, name=name).samples
 
 
 @cli.command("run")

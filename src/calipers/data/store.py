@@ -149,6 +149,17 @@ class Store:
         warnings = [w for s in staged for w in s.warnings]
         return ImportSummary(len(staged), written, replaced, runs, warnings)
 
+    def import_rows(self, rows: Sequence[dict[str, Any]], *, name: str) -> ImportSummary:
+        """Import samples made in this process (`calipers check`, `calipers run`) through the
+        same validation as a file: written as JSON Lines to a temporary file, then imported."""
+        import json
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="calipers-rows-") as tmp:
+            path = Path(tmp) / f"{name}.jsonl"
+            path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+            return self.import_files([path])
+
     def _write(self, staged: list[StagedFile], run: str | None) -> tuple[int, int, list[str]]:
         """Replace samples with the staged keys and insert the staged rows: one transaction."""
         con = self.con
