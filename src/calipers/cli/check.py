@@ -13,6 +13,7 @@ import click
 from rich.markup import escape
 
 from calipers.cli.main import cli, db_option, stderr_console, stdout_console
+from calipers.cli.options import executor_options
 from calipers.errors import InputError
 from calipers.report import terminal_robustness
 from calipers.report.json_report import write_json
@@ -69,6 +70,7 @@ def store_rows(run: CheckRun, db: Path) -> int:
 @click.option("--run", "run_name", default=None, help="Run name in the store (default: check).")
 @click.option("--no-store", is_flag=True, help="Do not record the samples in the store.")
 @click.option("--json", "json_out", default=None, metavar="PATH|-", help="Write the JSON report.")
+@executor_options
 @click.option("-q", "--quiet", is_flag=True, help="No terminal output.")
 @db_option
 def check(
@@ -81,6 +83,8 @@ def check(
     run_name: str | None,
     no_store: bool,
     json_out: str | None,
+    executor: str,
+    ray_address: str | None,
     quiet: bool,
     db: Path,
 ) -> None:
@@ -96,6 +100,7 @@ def check(
     options = CheckOptions(
         only=only, seed=seed, workers=jobs, use_cache=not no_cache, out=out,
         run_name=run_name or "check", progress=None if not quiet else False,
+        executor="ray" if executor == "ray" else "local", ray_address=ray_address,
     )  # fmt: skip
     result = run_check(cfg, options)
     stored = 0 if no_store else store_rows(result, db)

@@ -3,47 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
+from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
 from calipers.cli.main import cli, db_option, stdout_console
+from calipers.cli.options import executor_options, judge_options, judging_from
 from calipers.errors import DataError
-from calipers.grading.judges import judge_from_spec
 from calipers.running.executor import default_workers
-from calipers.running.run_suite import JudgeOptions, RunOptions, SuiteRun, run_suite
+from calipers.running.judging import summarize
+from calipers.running.run_suite import RunOptions, SuiteRun, run_suite
 from calipers.running.suite import load_suite
 
-
-def judge_options(func: click.decorators.FC) -> click.decorators.FC:
-    """Judge flags shared by `run` and `grade`."""
-    options = [
-        click.option("--judge", "judges", multiple=True, metavar="SPEC",
-                     help="openai:MODEL or 'command:PROGRAM ARGS' (repeat for an ensemble)."),
-        click.option("--judge-base-url", default=None, help="OpenAI-compatible endpoint URL."),
-        click.option("--judge-key-env", default="OPENAI_API_KEY", show_default=True,
-                     help="Environment variable holding the endpoint's key."),
-        click.option("--judge-kind", type=click.Choice(["overall", "objective"]),
-                     default="overall", show_default=True,
-                     help="overall 1–5 (layered) or objective 0–1; tasks with a rubric use it."),
-        click.option("--judge-repeat", type=click.IntRange(min=1), default=1, show_default=True),
-        click.option("--no-debias-length", is_flag=True,
-                     help="Leave out the prompt paragraph against rewarding length."),
-    ]  # fmt: skip
-    for option in reversed(options):
-        func = option(func)
-    return func
-
-
-def judging_from(
-    judges: tuple[str, ...], base_url: str | None, key_env: str, kind: str, repeat: int,
-    no_debias: bool,
-) -> JudgeOptions:  # fmt: skip
-    return JudgeOptions(
-        judges=[judge_from_spec(s, base_url=base_url, api_key_env=key_env) for s in judges],
-        kind=kind, repeats=repeat, debias_length=not no_debias,
-        cache_dir=Path(".calipers") / "judge-cache",
-    )  # fmt: skip
+RUN_SCHEMA_VERSION = 1
 
 
 def store_rows(rows: list[dict[str, object]], name: str, db: Path) -> int:
@@ -93,13 +68,16 @@ def store_rows(rows: list[dict[str, object]], name: str, db: Path) -> int:
     help="Seed of the retry jitter (recorded).",
 )
 @judge_options
+@executor_options
+@click.option("--json", "json_path", default=None, help="Write the run report here (- = stdout).")
 @click.option("-q", "--quiet", is_flag=True, help="No terminal output.")
 @db_option
 def run_command(
     suite: Path, command: str, run_name: str, jobs: int | None, epochs: int | None, stdio: bool,
     timeout_s: float, no_cache: bool, seed: int, judges: tuple[str, ...],
     judge_base_url: str | None, judge_key_env: str, judge_kind: str, judge_repeat: int,
-    no_debias_length: bool, quiet: bool, db: Path,
+    no_debias_length: bool, executor: str, ray_address: str | None, json_path: str | None,
+    quiet: bool, db: Path,
 ) -> None:  # fmt: skip
     """Run SUITE's tasks through the pipeline (bounded pool, cached, resumable), grade their
     assertions, call the judges and record every sample in the store.
@@ -112,11 +90,17 @@ def run_command(
         timeout_s=timeout_s, seed=seed, progress=False if quiet else None,
         judging=judging_from(judges, judge_base_url, judge_key_env, judge_kind, judge_repeat,
                              no_debias_length),
+        executor="ray" if executor == "ray" else "local", ray_address=ray_address,
     )  # fmt: skip
     result = run_suite(loaded, command, options)
     stored = store_rows(result.rows, run_name, db)
-    if not quiet:
-        report(result, loaded.name, run_name, stored, db)
+    body = run_report(result, loaded.name, options, stored)
+    if json_path is not None:
+        from calipers.report.json_report import write_json
+
+        write_json(body, json_path)
+    if not quiet and json_path != "-":
+        report(body, result, db)
     if result.failed == len(result.rows):
         raise DataError(
             f"every invocation failed ({result.rows[0].get('error')})",
@@ -125,20 +109,78 @@ def run_command(
         )
 
 
-def report(result: SuiteRun, suite: str, run: str, stored: int, db: Path) -> None:
+def run_report(result: SuiteRun, suite: str, options: RunOptions, stored: int) -> dict[str, Any]:
+    """The run's JSON report (schema `calipers schema --report run`)."""
+    summaries, agreement = summarize(result.rows)
+    prompts = sorted(
+        {j["prompt_hash"] for r in result.rows for j in r.get("judgments") or []} - {None}
+    )
+    assertions = [a for r in result.rows for a in r.get("assertions") or []]
+    return {
+        "schema_version": RUN_SCHEMA_VERSION,
+        "kind": "run",
+        "suite": suite,
+        "run": options.run_name,
+        "seed": options.seed,
+        "executor": options.executor,
+        "samples": len(result.rows),
+        "stored": stored,
+        "failed": result.failed,
+        "invocations": result.invocations,
+        "cached": result.cached,
+        "assertions": {
+            "total": len(assertions),
+            "passed": sum(1 for a in assertions if a.get("passed")),
+        },
+        "judging": {
+            "kind": options.judging.kind,
+            "repeats": options.judging.repeats,
+            "debias_length": options.judging.debias_length,
+            "prompt_hashes": prompts,
+            "judged_samples": result.judged,
+            "judges": [s.to_dict() for s in summaries],
+            "agreement": agreement,
+        },
+        "notes": result.notes,
+    }
+
+
+def report(body: dict[str, Any], result: SuiteRun, db: Path) -> None:
     console = stdout_console()
-    passed = sum(1 for r in result.rows for a in r.get("assertions") or [] if a.get("passed"))
-    total = sum(len(r.get("assertions") or []) for r in result.rows)
+    a = body["assertions"]
     console.print(
-        f"[bold]{escape(suite)}[/] → run [bold]{escape(run)}[/]: {len(result.rows)} samples, "
-        f"{result.failed} failed · assertions {passed}/{total} passed · "
-        f"{result.judged} judged",
+        f"[bold]{escape(body['suite'])}[/] → run [bold]{escape(body['run'])}[/]: "
+        f"{body['samples']} samples, {body['failed']} failed · assertions "
+        f"{a['passed']}/{a['total']} passed · {result.judged} judged",
         highlight=False,
     )
+    if body["judging"]["judges"]:
+        judges_table(body["judging"], console)
     console.print(
-        f"[dim]{result.invocations} pipeline invocations, {result.cached} from the cache · "
-        f"{stored} samples in {db}[/]",
+        f"[dim]{body['invocations']} pipeline invocations, {body['cached']} from the cache "
+        f"({body['executor']}) · {body['stored']} samples in {db}[/]",
         highlight=False,
     )
     for note in result.notes:
         console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
+
+
+def judges_table(judging: dict[str, Any], console: Console) -> None:
+    def num(value: float | None) -> str:
+        return "—" if value is None else f"{value:.2f}"
+
+    table = Table(box=None, pad_edge=False, show_edge=False)
+    for column in ("judge", "scale", "samples", "failed", "mean", "SD repeats"):
+        table.add_column(column, justify="left" if column == "judge" else "right")
+    for j in judging["judges"]:
+        table.add_row(
+            escape(j["judge"]), f"{j['scale_min']:g}–{j['scale_max']:g}", str(j["samples"]),
+            f"{j['failed']}/{j['calls']}", num(j["mean"]), num(j["repeat_sd"]),
+        )  # fmt: skip
+    console.print(table)
+    for pair in judging["agreement"]:
+        a, b = (escape(n) for n in pair["judges"])
+        console.print(
+            f"  agreement {a} ~ {b}: Pearson r {num(pair['pearson'])} on {pair['samples']} samples",
+            highlight=False,
+        )

@@ -41,6 +41,13 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "PRIMARY KEY (run, task, sample_id, epoch))",
         ),
     ),
+    (
+        "0005_input_expected",
+        tuple(
+            f"ALTER TABLE samples ADD COLUMN {name} {FIELD_BY_NAME[name].duckdb_type}"
+            for name in ("input", "expected")
+        ),
+    ),
 )
 
 

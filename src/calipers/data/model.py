@@ -245,6 +245,20 @@ FIELDS: tuple[Field, ...] = (
         "columns",
         flat=False,
     ),
+    Field(
+        "input",
+        "VARCHAR",
+        _STR,
+        "the input given to the system (judges are shown it; `calipers grade --judge`)",
+        since="0005_input_expected",
+    ),
+    Field(
+        "expected",
+        "VARCHAR",
+        _STR,
+        "the reference answer, when there is one (judges are shown it)",
+        since="0005_input_expected",
+    ),
 )
 
 FIELD_BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}

@@ -21,6 +21,7 @@ import os
 import re
 import shlex
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -193,6 +194,10 @@ class OpenAIJudge:
     def _key(self) -> str:
         return os.environ.get(self.api_key_env, "")
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Sent to other processes (Ray) without the client: it holds connections and the key.
+        return {**self.__dict__, "_client": None}
+
     def identity(self) -> str:
         return f"openai\x00{self.base_url or ''}\x00{self.model}\x00{self.temperature}"
 
@@ -242,11 +247,15 @@ class OpenAIJudge:
 @dataclass
 class CommandJudge:
     """A program that reads the prompt on stdin and prints its reply (JSON, or text holding it),
-    e.g. `claude -p --output-format json` or `llm -m MODEL`. Run without a shell."""
+    e.g. `claude -p --output-format json` or `llm -m MODEL`. Run without a shell. A timeout or a
+    non-zero exit (a rate limit, a network error inside the tool) is retried `max_retries` times,
+    after 1, 2, 4 … seconds (`retry_delay_s` doubled each time)."""
 
     name: str
     command: str
     timeout_s: float = 120.0
+    max_retries: int = 2
+    retry_delay_s: float = 1.0
 
     def identity(self) -> str:
         return f"command\x00{self.command}"
@@ -255,6 +264,16 @@ class CommandJudge:
         return text
 
     def complete(self, prompt: str) -> str:
+        for attempt in range(self.max_retries + 1):
+            try:
+                return self._once(prompt)
+            except JudgeCallError as exc:
+                if attempt == self.max_retries or exc.args[0].startswith("judge command not"):
+                    raise
+                time.sleep(self.retry_delay_s * 2**attempt)
+        raise AssertionError("unreachable")
+
+    def _once(self, prompt: str) -> str:
         argv = shlex.split(self.command)
         try:
             proc = subprocess.run(
@@ -293,6 +312,33 @@ class JudgeCache:
         write_atomic(self.directory / f"{key}.json", json.dumps({"key": key, "reply": reply}))
 
 
+def call_judge(judge: Judge, prompt: str) -> tuple[str | None, str | None]:
+    """(reply, None) or (None, error) — a plain function of picklable arguments, so that any
+    backend (threads, Ray) can run it."""
+    try:
+        return judge.complete(prompt), None
+    except JudgeCallError as exc:
+        return None, judge.redact(str(exc))
+
+
+def judgments_from(
+    judge: Judge, template: PromptTemplate, reply: str | None, error: str | None, *, repeat: int
+) -> list[dict[str, Any]]:
+    """Judgments in the sample model's shape from a reply; a failed call or an unreadable reply
+    is one judgment with score null and its error."""
+    base = {"judge": judge.name, "prompt_hash": template.sha256, "repeat": repeat}
+    try:
+        if reply is None:
+            raise JudgeCallError(error or "no reply")
+        rows = parse_reply(template.kind, reply)
+    except (JudgeCallError, JudgeReplyError) as exc:
+        lo, hi = SCALES[template.kind]
+        return [{**base, "dimension": None, "score": None, "scale_min": lo, "scale_max": hi,
+                 "rationale": None, "red_flags": None, "bonuses": None,
+                 "error": judge.redact(str(exc))}]  # fmt: skip
+    return [{**base, "red_flags": None, "bonuses": None, "error": None, **row} for row in rows]
+
+
 def judge_once(
     judge: Judge,
     template: PromptTemplate,
@@ -301,23 +347,17 @@ def judge_once(
     repeat: int = 0,
     cache: JudgeCache | None = None,
 ) -> list[dict[str, Any]]:
-    """One call (or cache hit) → judgments in the sample model's shape; a failure is one judgment
-    with score null and its error."""
-    base = {"judge": judge.name, "prompt_hash": template.sha256, "repeat": repeat}
+    """One call (or cache hit) → judgments; only readable replies are cached."""
     key = cache.key(judge, template.sha256, prompt, repeat) if cache else None
     reply = cache.get(key) if cache and key else None
-    try:
-        if reply is None:
-            reply = judge.complete(prompt)
-        rows = parse_reply(template.kind, reply)
-    except (JudgeCallError, JudgeReplyError) as exc:
-        lo, hi = SCALES[template.kind]
-        return [{**base, "dimension": None, "score": None, "scale_min": lo, "scale_max": hi,
-                 "rationale": None, "red_flags": None, "bonuses": None,
-                 "error": judge.redact(str(exc))}]  # fmt: skip
-    if cache and key and cache.get(key) is None:
+    cached = reply is not None
+    error = None
+    if reply is None:
+        reply, error = call_judge(judge, prompt)
+    rows = judgments_from(judge, template, reply, error, repeat=repeat)
+    if cache and key and reply is not None and not cached and rows[0]["error"] is None:
         cache.put(key, reply)
-    return [{**base, "red_flags": None, "bonuses": None, "error": None, **row} for row in rows]
+    return rows
 
 
 def judge_sample(
@@ -336,21 +376,50 @@ def judge_sample(
     return out
 
 
+_NAMED = re.compile(r"^([A-Za-z0-9][\w.-]*)=(openai:|command:)")
+
+
 def judge_from_spec(
     spec: str, *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY"
 ) -> Judge:
     """A judge from the command line: `openai:MODEL` (an OpenAI-compatible endpoint at
     `base_url`, its key in the environment variable `api_key_env`) or `command:PROGRAM ARGS`
-    (the prompt on stdin). The key itself never appears on the command line."""
-    kind, _, rest = spec.partition(":")
+    (the prompt on stdin), optionally named `NAME=…`. The key never appears on the command line.
+    Default names: `openai:MODEL`; `command:PROGRAM`, plus its first argument when that is not
+    an option (`command:python judge.py`)."""
+    named = _NAMED.match(spec)
+    name = named.group(1) if named else None
+    body = spec[named.end(1) + 1 :] if named else spec
+    kind, _, rest = body.partition(":")
     if kind == "openai" and rest:
-        return OpenAIJudge(name=f"openai:{rest}", model=rest, base_url=base_url,
+        return OpenAIJudge(name=name or f"openai:{rest}", model=rest, base_url=base_url,
                            api_key_env=api_key_env)  # fmt: skip
     if kind == "command" and rest.strip():
-        program = shlex.split(rest)[0] if shlex.split(rest) else rest
-        return CommandJudge(name=f"command:{Path(program).name}", command=rest)
+        try:
+            argv = shlex.split(rest)
+        except ValueError as exc:
+            raise InputError(f"--judge {spec!r}: {exc}", hint="Check the quoting.") from None
+        if name is None:
+            shown = [Path(argv[0]).name] if argv else []
+            if len(argv) > 1 and not argv[1].startswith("-"):
+                shown.append(Path(argv[1]).name)
+            name = "command:" + " ".join(shown)
+        return CommandJudge(name=name, command=rest)
     raise InputError(
-        f"--judge {spec!r}: expected openai:MODEL or command:PROGRAM",
+        f"--judge {spec!r}: expected openai:MODEL or command:PROGRAM (optionally NAME=…)",
         hint="e.g. --judge openai:gpt-4o-mini --judge-base-url http://localhost:8000/v1, or "
-        "--judge 'command:claude -p --output-format json'.",
+        "--judge 'strict=command:claude -p --output-format json'.",
     )
+
+
+def judges_from_specs(
+    specs: Sequence[str], *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY"
+) -> list[Judge]:
+    """Judges of an ensemble, each with its own name (a repeated name gets #2, #3, …)."""
+    judges = [judge_from_spec(s, base_url=base_url, api_key_env=api_key_env) for s in specs]
+    seen: dict[str, int] = {}
+    for judge in judges:
+        seen[judge.name] = seen.get(judge.name, 0) + 1
+        if seen[judge.name] > 1:
+            judge.name = f"{judge.name}#{seen[judge.name]}"
+    return judges

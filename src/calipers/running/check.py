@@ -16,6 +16,7 @@ one that would leave the output directory is an input error before anything runs
 
 from __future__ import annotations
 
+import contextlib
 import json
 from concurrent.futures import Future, as_completed
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from calipers.running.cases import (
     select_cases,
 )
 from calipers.running.decision import DecisionField, is_structured
-from calipers.running.executor import Job, JobPool
+from calipers.running.executor import ExecutorName, Job, JobPool, open_backend
 from calipers.running.invoke import InvocationResult, Pipeline, write_atomic
 from calipers.running.kelvin_config import KelvinConfig
 from calipers.running.perturb import (
@@ -65,6 +66,8 @@ class CheckOptions:
     confidence_level: float = 0.95
     n_resamples: int = 10_000
     bootstrap_seed: int = DEFAULT_SEED
+    executor: ExecutorName = "local"
+    ray_address: str | None = None
 
 
 @dataclass
@@ -138,9 +141,12 @@ def run_check(config: KelvinConfig, options: CheckOptions) -> CheckRun:
     pending_variants: dict[str, list[Future[InvocationResult]]] = {}
     pending_replays: dict[str, list[Future[InvocationResult]]] = {}
     baselines: dict[str, InvocationResult] = {}
-    with JobPool(
-        extract=extract, workers=options.workers, seed=seed, progress=options.progress,
-        label="check",
+    backend = open_backend(
+        options.executor, workers=options.workers, ray_address=options.ray_address
+    )
+    # The pool (innermost) waits for its work before the backend closes.
+    with contextlib.closing(backend), JobPool(
+        extract=extract, seed=seed, progress=options.progress, label="check", backend=backend
     ) as pool:  # fmt: skip
         started = {
             pool.submit(

@@ -1,8 +1,11 @@
-"""Run many invocations of a pipeline side by side on a bounded thread pool, with a progress bar.
+"""Run many invocations of a pipeline (and judge calls) side by side, with a progress bar.
 
-Each job has its own directory holding `input.md` and `output.json`, so inputs and outputs can be
-inspected (and diffed) after the run. With a cache directory, a run killed at any point resumes
-without repeating the invocations that had succeeded.
+Two backends do the work: a bounded local thread pool (the default) and Ray (`--executor ray`,
+`calipers[ray]`), which runs the same invocations and judge calls as Ray tasks on a local instance
+or a cluster. Either way the driver keeps the files: each job has its own directory holding
+`input.md` and `output.json`, so inputs and outputs can be inspected (and diffed) after the run,
+and with a cache directory a run killed at any point resumes without repeating the invocations
+that had succeeded.
 """
 
 from __future__ import annotations
@@ -10,15 +13,19 @@ from __future__ import annotations
 import os
 import random
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal, Protocol, TypeVar
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from calipers.running.invoke import Extract, InvocationResult, Pipeline, invoke, write_atomic
+
+T = TypeVar("T")
+ExecutorName = Literal["local", "ray"]
 
 
 def default_workers() -> int:
@@ -40,10 +47,81 @@ class Job:
         return self.directory / "output.json"
 
 
+def job_rng(seed: int, name: str) -> random.Random:
+    # Retry jitter from (seed, job): the same run waits the same way, whatever the scheduling.
+    return random.Random(f"{seed}\x00{name}")
+
+
+def run_job(pipeline: Pipeline, job: Job, extract: Extract, seed: int) -> InvocationResult:
+    write_atomic(job.input_path, job.text)
+    return invoke(
+        pipeline, job.input_path, job.output_path, extract=extract, rng=job_rng(seed, job.name)
+    )
+
+
+class Backend(Protocol):
+    """Where invocations and judge calls run."""
+
+    name: str
+
+    def invoke(
+        self, pipeline: Pipeline, job: Job, extract: Extract, seed: int
+    ) -> Future[InvocationResult]: ...
+
+    def call(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+        """`fn(*args)` somewhere; `fn` and its arguments must be picklable for remote backends."""
+        ...
+
+    def close(self, *, cancel: bool = False) -> None: ...
+
+
+class ThreadBackend:
+    name = "local"
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = max(1, workers or default_workers())
+        self._pool = ThreadPoolExecutor(max_workers=self.workers)
+
+    def invoke(
+        self, pipeline: Pipeline, job: Job, extract: Extract, seed: int
+    ) -> Future[InvocationResult]:
+        return self._pool.submit(run_job, pipeline, job, extract, seed)
+
+    def call(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+        return self._pool.submit(fn, *args)
+
+    def close(self, *, cancel: bool = False) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=cancel)
+
+
+def open_backend(
+    executor: ExecutorName = "local", *, workers: int | None = None, ray_address: str | None = None
+) -> Backend:
+    if executor == "ray":
+        from calipers.running.ray_executor import RayBackend
+
+        return RayBackend(workers=workers, address=ray_address)
+    return ThreadBackend(workers)
+
+
+def progress_bar(show: bool | None) -> Progress:
+    """A bar on stderr, shown on an interactive terminal unless `show` says otherwise."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+        disable=not (sys.stderr.isatty() if show is None else show),
+    )
+
+
 class JobPool:
-    """A bounded pool of pipeline invocations whose work can grow while it runs (perturbations are
+    """Pipeline invocations on a backend, whose work can grow while it runs (perturbations are
     submitted as their case's baseline finishes), with one progress bar over everything
-    submitted. Use as a context manager; leaving it waits for, or on error cancels, the rest."""
+    submitted. Use as a context manager; leaving it waits for, or on error cancels, the rest.
+    A backend passed in is left open for its owner (e.g. to run judge calls next)."""
 
     def __init__(
         self,
@@ -53,19 +131,13 @@ class JobPool:
         seed: int = 0,
         progress: bool | None = None,
         label: str = "invocations",
+        backend: Backend | None = None,
     ) -> None:
         self.extract, self.seed = extract, seed
-        self._pool = ThreadPoolExecutor(max_workers=max(1, workers or default_workers()))
-        show = sys.stderr.isatty() if progress is None else progress
-        self._bar = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=Console(stderr=True),
-            transient=True,
-            disable=not show,
-        )
+        self._owned = backend is None
+        self.backend: Backend = backend or ThreadBackend(workers)
+        self._pending: list[Future[InvocationResult]] = []
+        self._bar = progress_bar(progress)
         self._task = self._bar.add_task(label, total=0)
 
     def __enter__(self) -> JobPool:
@@ -73,23 +145,25 @@ class JobPool:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=exc[0] is not None)
-        self._bar.__exit__(None, None, None)
+        failed = exc[0] is not None
+        try:
+            if self._owned:
+                self.backend.close(cancel=failed)
+            elif failed:
+                for future in self._pending:
+                    future.cancel()
+            else:
+                for future in self._pending:
+                    future.exception()  # wait, as a pool's shutdown would
+        finally:
+            self._bar.__exit__(None, None, None)
 
     def submit(self, pipeline: Pipeline, job: Job) -> Future[InvocationResult]:
         self._bar.update(self._task, total=(self._bar.tasks[0].total or 0) + 1)
-
-        def one() -> InvocationResult:
-            write_atomic(job.input_path, job.text)
-            # Jitter from (seed, job): the same run waits the same way, whatever the scheduling.
-            rng = random.Random(f"{self.seed}\x00{job.name}")
-            try:
-                return invoke(pipeline, job.input_path, job.output_path, extract=self.extract,
-                              rng=rng)  # fmt: skip
-            finally:
-                self._bar.advance(self._task)
-
-        return self._pool.submit(one)
+        future = self.backend.invoke(pipeline, job, self.extract, self.seed)
+        future.add_done_callback(lambda _: self._bar.advance(self._task))
+        self._pending.append(future)
+        return future
 
 
 def run_jobs(

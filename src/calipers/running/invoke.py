@@ -114,7 +114,7 @@ def invoke(
     rendered = input_path.read_text(encoding="utf-8")
     key = pipeline.cache_key(rendered)
     if pipeline.cache_dir is not None:
-        hit = _cache_lookup(pipeline.cache_dir, key, input_path, output_path, extract)
+        hit = cache_lookup(pipeline.cache_dir, key, input_path, output_path, extract)
         if hit is not None:
             hit.seconds = time.perf_counter() - start
             return hit
@@ -132,7 +132,7 @@ def invoke(
     assert result is not None
     if result.ok and pipeline.cache_dir is not None:
         with contextlib.suppress(OSError):  # a read-only or full cache must not fail the run
-            _cache_store(pipeline.cache_dir, key, result)
+            cache_store(pipeline.cache_dir, key, result)
     result.seconds = time.perf_counter() - start
     return result
 
@@ -227,7 +227,7 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def _cache_lookup(
+def cache_lookup(
     cache_dir: Path, key: str, input_path: Path, output_path: Path, extract: Extract
 ) -> InvocationResult | None:
     path = cache_dir / f"{key}.json"
@@ -253,7 +253,7 @@ def _cache_lookup(
     )
 
 
-def _cache_store(cache_dir: Path, key: str, result: InvocationResult) -> None:
+def cache_store(cache_dir: Path, key: str, result: InvocationResult) -> None:
     entry = {
         "schema_version": CACHE_SCHEMA_VERSION,
         "key": key,

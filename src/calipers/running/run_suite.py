@@ -22,30 +22,21 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from calipers.grading.grade import grade_record
-from calipers.grading.judges import Judge, JudgeCache, PromptTemplate, judge_sample
+from calipers.grading.judges import PromptTemplate
 from calipers.grading.rubric_file import load_rubric
-from calipers.running.executor import Job, JobPool
+from calipers.running.executor import Backend, ExecutorName, Job, JobPool, open_backend
 from calipers.running.invoke import InvocationResult, Pipeline
+from calipers.running.judging import JudgeOptions, JudgeRequest, judge_requests
 from calipers.running.suite import Suite, Task
 
 INTEGER_FIELDS = ("tokens_in", "tokens_out", "tool_calls", "steps")
 NUMBER_FIELDS = ("cost_usd", "latency_s")
-
-
-@dataclass
-class JudgeOptions:
-    judges: Sequence[Judge] = ()
-    kind: str = "overall"  # overall (1–5), objective (0–1); a task with a rubric uses "rubric"
-    repeats: int = 1
-    debias_length: bool = True
-    cache_dir: Path | None = None
 
 
 @dataclass
@@ -60,6 +51,8 @@ class RunOptions:
     seed: int = 0
     progress: bool | None = None
     judging: JudgeOptions = field(default_factory=JudgeOptions)
+    executor: ExecutorName = "local"
+    ray_address: str | None = None
 
 
 @dataclass
@@ -117,9 +110,10 @@ def _telemetry(parsed: dict[str, Any], where: str, notes: list[str]) -> dict[str
 
 
 def _sample(
-    run: str, task: Task, epoch: int, res: InvocationResult, notes: list[str]
+    run: str, task: Task, text: str, epoch: int, res: InvocationResult, notes: list[str]
 ) -> dict[str, Any]:
-    row: dict[str, Any] = {"run": run, "task": task.id, "sample_id": task.id, "epoch": epoch}
+    row: dict[str, Any] = {"run": run, "task": task.id, "sample_id": task.id, "epoch": epoch,
+                           "input": text, "expected": task.expected}  # fmt: skip
     specs = [spec.model_dump(exclude_none=True) for spec in task.assertions]
     if res.ok and res.parsed_output is not None:
         output = res.decision_value
@@ -148,18 +142,26 @@ def run_suite(suite: Suite, command: str, options: RunOptions) -> SuiteRun:
         cwd=None,
     )
     jobs: list[tuple[Task, int, Future[InvocationResult]]] = []
-    with JobPool(extract=extract_output, workers=options.workers, seed=options.seed,
-                 progress=options.progress, label="tasks") as pool:  # fmt: skip
-        for task in suite.tasks:
-            for epoch in range(suite.epochs_of(task, options.epochs)):
-                job = Job(f"{task.id}/{epoch}", suite.inputs[task.id],
-                          out / safe_dir(task.id) / str(epoch))  # fmt: skip
-                salted = replace(pipeline, cache_salt=f"epoch={epoch}")
-                jobs.append((task, epoch, pool.submit(salted, job)))
-    notes: list[str] = []
-    results = [(task, epoch, future.result()) for task, epoch, future in jobs]
-    rows = [_sample(options.run_name, t, e, r, notes) for t, e, r in results]
-    judged = judge_rows(suite, rows, options) if options.judging.judges else 0
+    backend = open_backend(
+        options.executor, workers=options.workers, ray_address=options.ray_address
+    )
+    try:
+        with JobPool(extract=extract_output, seed=options.seed, progress=options.progress,
+                     label="tasks", backend=backend) as pool:  # fmt: skip
+            for task in suite.tasks:
+                for epoch in range(suite.epochs_of(task, options.epochs)):
+                    job = Job(f"{task.id}/{epoch}", suite.inputs[task.id],
+                              out / safe_dir(task.id) / str(epoch))  # fmt: skip
+                    salted = replace(pipeline, cache_salt=f"epoch={epoch}")
+                    jobs.append((task, epoch, pool.submit(salted, job)))
+        notes: list[str] = []
+        results = [(task, epoch, future.result()) for task, epoch, future in jobs]
+        rows = [
+            _sample(options.run_name, t, suite.inputs[t.id], e, r, notes) for t, e, r in results
+        ]
+        judged = judge_rows(suite, rows, options, backend) if options.judging.judges else 0
+    finally:
+        backend.close()
     return SuiteRun(
         rows,
         invocations=sum(1 for *_, r in results if not r.cached),
@@ -170,30 +172,32 @@ def run_suite(suite: Suite, command: str, options: RunOptions) -> SuiteRun:
     )
 
 
-def judge_rows(suite: Suite, rows: list[dict[str, Any]], options: RunOptions) -> int:
-    """Judge every sample that has an output; judgments are appended to each row. A judge that
-    fails after its retries leaves a judgment with score null and its error (never a 0)."""
+def judge_rows(
+    suite: Suite, rows: list[dict[str, Any]], options: RunOptions, backend: Backend
+) -> int:
+    """Judge every sample that has an output; the judgments are added to its row."""
     judging = options.judging
-    cache = JudgeCache(judging.cache_dir) if judging.cache_dir else None
     tasks = {t.id: t for t in suite.tasks}
     templates = {
         kind: PromptTemplate.load(kind, debias_length=judging.debias_length)
         for kind in {judging.kind, "rubric"}
     }
-
-    def one(row: dict[str, Any]) -> list[dict[str, Any]]:
+    rubrics = {
+        t.id: load_rubric(suite.path.parent / t.rubric).rules_for(t.id)
+        for t in suite.tasks
+        if t.rubric
+    }
+    todo = [row for row in rows if row.get("output") is not None]
+    requests = []
+    for row in todo:
         task = tasks[row["task"]]
-        rules = (
-            load_rubric(suite.path.parent / task.rubric).rules_for(task.id) if task.rubric else None
-        )
+        rules = rubrics.get(task.id)
         template = templates["rubric" if rules is not None else judging.kind]
         prompt = template.render(
             task=suite.inputs[task.id], output=row["output"], expected=task.expected, rules=rules
         )
-        return judge_sample(judging.judges, template, prompt, repeats=judging.repeats, cache=cache)
-
-    todo = [row for row in rows if row.get("output") is not None]
-    with ThreadPoolExecutor(max_workers=max(1, options.workers or 4)) as pool:
-        for row, judgments in zip(todo, pool.map(one, todo), strict=True):
-            row["judgments"] = judgments
+        requests.append(JudgeRequest(template, prompt))
+    judged = judge_requests(requests, judging, backend, progress=options.progress)
+    for row, judgments in zip(todo, judged, strict=True):
+        row["judgments"] = judgments
     return len(todo)

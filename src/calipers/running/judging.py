@@ -1,0 +1,148 @@
+"""Judge many samples: every judge of the ensemble, `repeats` times each, on a backend (threads or
+Ray), with a progress bar and a cache of readable replies kept by the driver; then a summary per
+judge (mean, the spread between repeats, failures) and the agreement between judges.
+
+A call that fails after its retries, or a reply that cannot be read, is a judgment with `score`
+null and its `error` — never a 0 — and is not cached, so a re-run asks again.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from calipers.grading.judges import (
+    Judge,
+    JudgeCache,
+    PromptTemplate,
+    call_judge,
+    judgments_from,
+)
+from calipers.running.executor import Backend, progress_bar
+from calipers.stats.agreement import pearson
+
+
+@dataclass
+class JudgeOptions:
+    judges: Sequence[Judge] = ()
+    kind: str = "overall"  # overall (1–5), objective (0–1); a task with a rubric uses "rubric"
+    repeats: int = 1
+    debias_length: bool = True
+    cache_dir: Path | None = None
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    template: PromptTemplate
+    prompt: str
+
+
+def judge_requests(
+    requests: Sequence[JudgeRequest],
+    options: JudgeOptions,
+    backend: Backend,
+    *,
+    progress: bool | None = None,
+) -> list[list[dict[str, Any]]]:
+    """The judgments of each request (in order): judges × repeats calls, cache hits first."""
+    cache = JudgeCache(options.cache_dir) if options.cache_dir else None
+    calls: list[
+        tuple[int, Judge, int, str | None, str | None]
+    ] = []  # (request, judge, repeat, key, hit)
+    for i, request in enumerate(requests):
+        for judge in options.judges:
+            for repeat in range(options.repeats):
+                key = (
+                    cache.key(judge, request.template.sha256, request.prompt, repeat)
+                    if cache
+                    else None
+                )
+                calls.append((i, judge, repeat, key, cache.get(key) if cache and key else None))
+    futures: dict[int, Future[tuple[str | None, str | None]]] = {}
+    with progress_bar(progress) as bar:
+        task = bar.add_task("judging", total=len(calls))
+        bar.advance(task, sum(1 for *_, hit in calls if hit is not None))
+        for n, (i, judge, _, _, hit) in enumerate(calls):
+            if hit is None:
+                futures[n] = backend.call(call_judge, judge, requests[i].prompt)
+                futures[n].add_done_callback(lambda _: bar.advance(task))
+        for future in futures.values():
+            future.exception()
+    out: list[list[dict[str, Any]]] = [[] for _ in requests]
+    for n, (i, judge, repeat, key, hit) in enumerate(calls):
+        reply, error = (hit, None) if hit is not None else futures[n].result()
+        rows = judgments_from(judge, requests[i].template, reply, error, repeat=repeat)
+        if cache and key and hit is None and reply is not None and rows[0]["error"] is None:
+            cache.put(key, reply)
+        out[i].extend(rows)
+    return out
+
+
+@dataclass(frozen=True)
+class JudgeSummary:
+    judge: str
+    scale: tuple[float, float]
+    samples: int  # samples with at least one readable judgment
+    calls: int
+    failed: int  # calls that ended as a missing judgment, with their error
+    mean: float | None  # of the per-sample means (a rubric judgment: mean of its dimensions)
+    repeat_sd: float | None  # mean over samples of the SD between repeats (None with one repeat)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "judge": self.judge, "scale_min": self.scale[0], "scale_max": self.scale[1],
+            "samples": self.samples, "calls": self.calls, "failed": self.failed,
+            "mean": self.mean, "repeat_sd": self.repeat_sd,
+        }  # fmt: skip
+
+
+def summarize(rows: Sequence[dict[str, Any]]) -> tuple[list[JudgeSummary], list[dict[str, Any]]]:
+    """Per judge: mean score and the spread between repeats; per pair of judges: Pearson r of
+    their per-sample means on the samples both judged (null when either is constant)."""
+    per: dict[str, dict[tuple[Any, ...], dict[int, list[float]]]] = defaultdict(dict)
+    calls: dict[str, set[tuple[Any, ...]]] = defaultdict(set)
+    failed: dict[str, int] = defaultdict(int)
+    scale: dict[str, tuple[float, float]] = {}
+    for row in rows:
+        key = (row["task"], row["sample_id"], row["epoch"])
+        for j in row.get("judgments") or []:
+            name = j["judge"]
+            calls[name].add((*key, j.get("repeat")))
+            scale[name] = (j["scale_min"], j["scale_max"])
+            if j.get("score") is None:
+                failed[name] += 1
+                continue
+            per[name].setdefault(key, {}).setdefault(j.get("repeat") or 0, []).append(j["score"])
+    summaries = []
+    means: dict[str, dict[tuple[Any, ...], float]] = {}
+    for name in sorted(calls):
+        by_sample = {
+            key: [float(np.mean(s)) for s in repeats.values()] for key, repeats in per[name].items()
+        }
+        means[name] = {key: float(np.mean(v)) for key, v in by_sample.items()}
+        sds = [float(np.std(v, ddof=1)) for v in by_sample.values() if len(v) > 1]
+        summaries.append(JudgeSummary(
+            name, scale[name], len(by_sample), len(calls[name]), failed[name],
+            float(np.mean(list(means[name].values()))) if means[name] else None,
+            float(np.mean(sds)) if sds else None,
+        ))  # fmt: skip
+    pairs = []
+    names = sorted(means)
+    for a_i, a in enumerate(names):
+        for b in names[a_i + 1 :]:
+            shared = sorted(set(means[a]) & set(means[b]))
+            r = (
+                pearson([means[a][k] for k in shared], [means[b][k] for k in shared])
+                if len(shared) >= 3
+                else math.nan
+            )
+            pairs.append({"judges": [a, b], "samples": len(shared),
+                          "pearson": r if math.isfinite(r) else None})  # fmt: skip
+    return summaries, pairs
