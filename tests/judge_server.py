@@ -26,6 +26,8 @@ class JudgeServer:
     actions: list[Action] = field(default_factory=list)  # used first, in order
     script: Script | None = None  # then this; default: answer {"score": 4}
     lock: threading.Lock = field(default_factory=threading.Lock)
+    in_flight: int = 0
+    max_in_flight: int = 0  # the most requests being answered at once
 
     def next_action(self, body: dict[str, Any]) -> Action:
         with self.lock:
@@ -73,6 +75,15 @@ def judge_server() -> Iterator[JudgeServer]:
                 state.requests.append(
                     {"path": self.path, "headers": dict(self.headers), "body": body}
                 )
+                state.in_flight += 1
+                state.max_in_flight = max(state.max_in_flight, state.in_flight)
+            try:
+                self._act(body)
+            finally:
+                with state.lock:
+                    state.in_flight -= 1
+
+        def _act(self, body: dict[str, Any]) -> None:
             kind, value = state.next_action(body)
             if kind == "answer":
                 self._send(200, json.dumps(completion(body.get("model", "m"), value)).encode())

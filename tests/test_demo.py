@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from calipers.cli.main import main
@@ -24,6 +27,22 @@ def test_demo_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     check = json.loads((tmp_path / "check" / "kelvin" / "report.json").read_text())
     assert check["seed"] == 20261122 and check["sensitivity"] == 1.0
     assert f"Invariance {check['invariance']:.2f}" in out
+    # then the example assistant's suite, run in two versions, judged and compared
+    assert "Suite run: orbit-support (12 tasks)" in out
+    assert "assistant-v1: 12 samples, assertions 11/24 passed, 12 judged" in out
+    assert "assistant-v2: 12 samples, assertions 24/24 passed, 12 judged" in out
+    assert "PROGRESS composite" in out
+    assert "REGRESSED · do not promote" in out  # v2's higher cost, on tasks v1 already got right
+    con = duckdb.connect(str(tmp_path / "demo.duckdb"), read_only=True)
+    try:
+        rows = con.execute(
+            "SELECT run, count(*), count(input), sum(len(judgments)) FROM samples "
+            "WHERE run LIKE 'assistant-%' GROUP BY run ORDER BY run"
+        ).fetchall()
+    finally:
+        con.close()
+    assert rows == [("assistant-v1", 12, 12, 12), ("assistant-v2", 12, 12, 12)]
+    assert (tmp_path / "runs" / "assistant-v2" / "refund" / "0" / "output.json").exists()
     lines = (tmp_path / "samples.jsonl").read_text().splitlines()
     first = json.loads(lines[0])
     assert len(first["judgments"]) == 2 and len(first["assertions"]) == 2
@@ -39,3 +58,20 @@ def test_demo_data_is_reproducible_from_its_seed() -> None:
     b = [s for _, s in zip(range(300), generate_samples(seed=5), strict=False)]
     c = [s for _, s in zip(range(300), generate_samples(seed=6), strict=False)]
     assert a == b and a != c
+
+
+def test_the_demo_judge_scores_content_word_recall() -> None:
+    from importlib import resources
+
+    judge = Path(str(resources.files("calipers.demo.assistant"))) / "judge.py"
+
+    def score(expected: str, answer: str) -> int:
+        prompt = f"<expected>\n{expected}\n</expected>\n<answer>\n{answer}\n</answer>"
+        done = subprocess.run([sys.executable, str(judge)], input=prompt, text=True,
+                              capture_output=True, check=True)  # fmt: skip
+        return int(json.loads(done.stdout)["score"])
+
+    expected = "Riders must be at least 16 years old."  # 7 content words
+    assert score(expected, "Please contact support.") == 1
+    assert score(expected, expected) == 5
+    assert score(expected, "Riders must be 16.") == 1 + round(4 * 3 / 7)

@@ -2,23 +2,32 @@
 
 from __future__ import annotations
 
+import shlex
 import shutil
+import sys
 import time
+from importlib import resources
 from pathlib import Path
 
 import click
+from rich.console import Console
 
 from calipers.cli.check import scaffold_project
 from calipers.cli.main import cli, stdout_console
 from calipers.data.source import open_samples
 from calipers.data.store import Store
 from calipers.demo.synthetic import DEMO_SEED, generate_samples, write_jsonl
-from calipers.report import terminal, terminal_compare, terminal_robustness
+from calipers.grading.judges import CommandJudge
+from calipers.report import terminal, terminal_compare, terminal_objective, terminal_robustness
 from calipers.running.check import CheckOptions, run_check
+from calipers.running.judging import JudgeOptions
 from calipers.running.kelvin_config import load_kelvin_config
+from calipers.running.run_suite import RunOptions, run_suite
+from calipers.running.suite import load_suite
 from calipers.schemes import get_scheme
 from calipers.schemes.reasonscore import ReasonScoreResult
 from calipers.verdicts.compare import compare
+from calipers.verdicts.objective import compare_objective
 
 # Two variants of one model family: the larger one gains on facts and the judge, but its judge
 # layer still misses the 3.5 gate, which the verdict reports instead of hiding in the composite.
@@ -40,8 +49,9 @@ DEMO_TREATMENT = "atlas-large"
 )
 def demo(directory: Path, seed: int) -> None:
     """Generate a synthetic evaluation, import it, print the ReasonScore leaderboard and a
-    layered comparison of two variants with its verdict; then scaffold the example robustness
-    project and check it."""
+    layered comparison of two variants with its verdict; scaffold the example robustness project
+    and check it; run the example support assistant's suite in two versions, judge them and
+    compare them."""
     console = stdout_console()
     started = time.perf_counter()
     data = directory / "samples.jsonl"
@@ -78,9 +88,56 @@ def demo(directory: Path, seed: int) -> None:
         checked.result, console, decision_field=checked.config.decision_field,
         governing_types=list(checked.config.governing_types),
     )  # fmt: skip
+    console.print()
+    demo_suite_run(directory, db, console)
     console.print(
         f"[dim]{time.perf_counter() - started:.1f} s. Try: calipers score {data} "
         f"--scheme reasonscore --tasks · calipers compare {data} --scheme layered "
         f"--control {DEMO_CONTROL} --treatment {DEMO_TREATMENT} --treatment cirrus-mini · "
-        f"cd {check_dir} && calipers check[/]"
+        f"cd {check_dir} && calipers check · calipers compare --db {db} --scheme objective "
+        "--baseline assistant-v1 --candidate assistant-v2 --gate ship[/]"
+    )
+
+
+def demo_suite_run(directory: Path, db: Path, console: Console) -> None:
+    """The bundled support assistant, v1 then v2, through `calipers run` with a deterministic
+    command judge (no network); then both comparisons: the layered verdict on quality, and the
+    objective gate, whose cost adjustment can still refuse the promotion."""
+    assets = Path(str(resources.files("calipers.demo.assistant")))
+    suite = load_suite(assets / "suite.yaml")
+    python = shlex.quote(sys.executable)
+    judge = CommandJudge("demo-judge", f"{python} {shlex.quote(str(assets / 'judge.py'))}")
+    console.print(
+        f"[bold]Suite run[/]: {suite.name} ({len(suite.tasks)} tasks) through the example "
+        "assistant v1 and v2, judged by a deterministic command judge"
+    )
+    shutil.rmtree(directory / "runs", ignore_errors=True)
+    for version in ("v1", "v2"):
+        name = f"assistant-{version}"
+        command = (
+            f"{python} {shlex.quote(str(assets / 'assistant.py'))} --version {version} "
+            "{input} {output}"
+        )
+        result = run_suite(suite, command, RunOptions(
+            run_name=name, out=directory / "runs" / name, use_cache=False, progress=False,
+            judging=JudgeOptions(judges=[judge]),
+        ))  # fmt: skip
+        with Store(db) as store:
+            store.import_rows(result.rows, name=name)
+        passed = sum(1 for r in result.rows for a in r["assertions"] if a["passed"])
+        total = sum(len(r["assertions"]) for r in result.rows)
+        console.print(
+            f"  {name}: {len(result.rows)} samples, assertions {passed}/{total} passed, "
+            f"{result.judged} judged → {db}",
+            highlight=False,
+        )
+    samples = open_samples(None, db=db)
+    console.print("[bold]Layered comparison[/]: assistant-v1 (control) → assistant-v2")
+    terminal_compare.comparison(
+        compare(samples, scheme="layered", control="assistant-v1", treatments=["assistant-v2"]),
+        console,
+    )
+    console.print("[bold]Objective gate[/]: assistant-v2 against assistant-v1, cost included")
+    terminal_objective.comparison(
+        compare_objective(samples, baseline="assistant-v1", candidate="assistant-v2"), console
     )

@@ -1,14 +1,18 @@
-"""`calipers grade`: evaluate assertion specs against outputs and telemetry, and record results."""
+"""`calipers grade`: evaluate assertion specs against outputs and telemetry, and record results;
+with `--judge`, (re-)judge the outputs already in the store."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import click
+from rich.markup import escape
 
 from calipers.cli.main import cli, db_option, stdout_console
-from calipers.errors import InputError
+from calipers.cli.options import executor_options, judge_options, judging_from
+from calipers.errors import DataError, InputError
 from calipers.grading.grade import grade_file, grade_store
+from calipers.running.judging import JudgeOptions
 
 
 @cli.command("grade")
@@ -17,13 +21,46 @@ from calipers.grading.grade import grade_file, grade_store
     "-o", "--out", type=click.Path(path_type=Path, dir_okay=False), help="With FILE: write here."
 )
 @click.option("--run", default=None, help="Without FILE: grade only this run of the store.")
+@judge_options
+@click.option(
+    "--rubric",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="With --judge: judge on this rubric's seven dimensions.",
+)
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Judge calls at once.")
+@executor_options
+@click.option("-q", "--quiet", is_flag=True, help="No terminal output.")
 @db_option
-def grade(file: Path | None, out: Path | None, run: str | None, db: Path) -> None:
-    """Evaluate the assertion specs of FILE into OUT, or of the store in place.
+def grade(
+    file: Path | None, out: Path | None, run: str | None, judges: tuple[str, ...],
+    judge_base_url: str | None, judge_key_env: str, judge_kind: str, judge_repeat: int,
+    no_debias_length: bool, rubric: Path | None, jobs: int | None, executor: str,
+    ray_address: str | None, quiet: bool, db: Path,
+) -> None:  # fmt: skip
+    """Evaluate the assertion specs of FILE into OUT, or of the store in place; with --judge,
+    judge the store's outputs (again).
 
     A spec is an assertion without `passed`: its type and value are checked against the
-    sample's output, tool calls and telemetry (see docs/layered.md for every type).
+    sample's output, tool calls and telemetry (see docs/layered.md for every type). With
+    --judge, each sample's earlier judgments by judges of the same names are replaced, in one
+    transaction (see docs/judges.md).
     """
+    if judges:
+        if file is not None:
+            raise InputError(
+                "--judge re-judges the store's samples, not a FILE",
+                hint="Import the file first (`calipers import FILE`), then `calipers grade "
+                "--judge …`.",
+            )
+        judge_store_command(
+            db, run, judging_from(judges, judge_base_url, judge_key_env, judge_kind,
+                                  judge_repeat, no_debias_length),
+            rubric=rubric, jobs=jobs, executor=executor, ray_address=ray_address, quiet=quiet,
+        )  # fmt: skip
+        return
+    if rubric is not None:
+        raise InputError("--rubric is for judging", hint="Add --judge SPEC.")
     if file is not None:
         if out is None:
             raise InputError("grading a FILE needs -o OUT", hint="e.g. -o graded.jsonl")
@@ -36,7 +73,46 @@ def grade(file: Path | None, out: Path | None, run: str | None, db: Path) -> Non
             raise InputError("-o is for grading a FILE; the store is graded in place")
         summary = grade_store(db, run=run)
         where = str(db)
-    stdout_console().print(
-        f"Graded {summary.assertions:,} assertion(s) on {summary.samples:,} sample(s): "
-        f"{summary.passed:,} passed → {where}"
+    if not quiet:
+        stdout_console().print(
+            f"Graded {summary.assertions:,} assertion(s) on {summary.samples:,} sample(s): "
+            f"{summary.passed:,} passed → {where}"
+        )
+
+
+def judge_store_command(
+    db: Path, run: str | None, judging: JudgeOptions, *, rubric: Path | None, jobs: int | None,
+    executor: str, ray_address: str | None, quiet: bool,
+) -> None:  # fmt: skip
+    from calipers.cli.run import judges_table
+    from calipers.running.executor import open_backend
+    from calipers.running.judging import judge_store, summarize
+
+    if not db.is_file():
+        raise DataError(f"no store at {db}", hint="Import or run something first, or give --db.")
+    backend = open_backend(
+        "ray" if executor == "ray" else "local", workers=jobs, ray_address=ray_address
     )
+    try:
+        result = judge_store(
+            db, judging, backend, run=run, rubric=rubric, progress=False if quiet else None
+        )
+    finally:
+        backend.close()
+    if quiet:
+        return
+    console = stdout_console()
+    console.print(
+        f"Judged {result.samples:,} sample(s) with {len(judging.judges)} judge(s) × "
+        f"{judging.repeats} → {escape(str(db))} ({result.replaced:,} earlier judgment(s) "
+        "replaced)",
+        highlight=False,
+    )
+    summaries, agreement = summarize(result.rows)
+    if summaries:
+        judges_table({"judges": [s.to_dict() for s in summaries], "agreement": agreement}, console)
+    if result.without_input:
+        console.print(
+            f"[yellow]note:[/] {result.without_input} sample(s) have no recorded input; their "
+            "judges saw the task name instead (`calipers run` records inputs)."
+        )

@@ -15,7 +15,7 @@ import duckdb
 
 from calipers.data import migrations
 from calipers.data.files import sql_literal
-from calipers.data.model import FIELD_NAMES, FIELDS, KEY
+from calipers.data.model import FIELD_BY_NAME, FIELD_NAMES, FIELDS, KEY
 from calipers.data.readers import StagedFile, stage_file
 from calipers.data.source import SampleSet, scalar
 from calipers.errors import DataError, InputError, Problem, ValidationError
@@ -223,6 +223,33 @@ class Store:
         return problems
 
     # ------------------------------------------------------------------------------- read
+
+    def update_column(self, column: str, updates: Sequence[Sequence[Any]]) -> int:
+        """Set one nested column (e.g. `assertions`, `judgments`) of the samples keyed by each
+        update's (run, task, sample_id, epoch) to its fifth item, in one transaction: every
+        sample is updated or none is."""
+        if not updates:
+            return 0
+        kind = FIELD_BY_NAME[column].duckdb_type
+        self.con.execute(
+            "CREATE OR REPLACE TEMP TABLE updated (run VARCHAR, task VARCHAR, sample_id VARCHAR, "
+            f"epoch INTEGER, value {kind})"
+        )
+        self.con.executemany("INSERT INTO updated VALUES (?, ?, ?, ?, ?)", updates)
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            self.con.execute(
+                f"UPDATE samples SET {column} = u.value FROM updated u WHERE "
+                "samples.run = u.run AND samples.task = u.task AND "
+                "samples.sample_id = u.sample_id AND samples.epoch = u.epoch"
+            )
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        finally:
+            self.con.execute("DROP TABLE IF EXISTS updated")
+        return len(updates)
 
     def samples(self, runs: Sequence[str] | None = None) -> SampleSet:
         cols = ", ".join(FIELD_NAMES)

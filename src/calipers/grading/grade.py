@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from calipers.data.files import open_bytes
-from calipers.data.model import ASSERTION_STRUCT
 from calipers.data.store import Store
 from calipers.errors import InputError
 from calipers.grading.assertions import evaluate
@@ -128,22 +127,5 @@ def grade_store(db: Path, *, run: str | None = None) -> GradeSummary:
                 if item.get("value") is not None and not isinstance(item["value"], str):
                     item["value"] = json.dumps(item["value"])
             updates.append([*key, record["assertions"]])
-        if not updates:
-            return GradeSummary(0, 0, 0)
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE graded (run VARCHAR, task VARCHAR, sample_id VARCHAR, "
-            f"epoch INTEGER, assertions {ASSERTION_STRUCT}[])"
-        )
-        con.executemany("INSERT INTO graded VALUES (?, ?, ?, ?, ?)", updates)
-        con.execute("BEGIN TRANSACTION")
-        try:
-            con.execute(
-                "UPDATE samples SET assertions = g.assertions FROM graded g WHERE "
-                "samples.run = g.run AND samples.task = g.task AND "
-                "samples.sample_id = g.sample_id AND samples.epoch = g.epoch"
-            )
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
+        store.update_column("assertions", updates)
         return GradeSummary(len(updates), assertions, passed)

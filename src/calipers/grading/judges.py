@@ -383,7 +383,8 @@ def judge_from_spec(
     spec: str, *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY"
 ) -> Judge:
     """A judge from the command line: `openai:MODEL` (an OpenAI-compatible endpoint at
-    `base_url`, its key in the environment variable `api_key_env`) or `command:PROGRAM ARGS`
+    `base_url`, or its own with `openai:MODEL@URL`; its key in the environment variable
+    `api_key_env`) or `command:PROGRAM ARGS`
     (the prompt on stdin), optionally named `NAME=…`. The key never appears on the command line.
     Default names: `openai:MODEL`; `command:PROGRAM`, plus its first argument when that is not
     an option (`command:python judge.py`)."""
@@ -392,7 +393,9 @@ def judge_from_spec(
     body = spec[named.end(1) + 1 :] if named else spec
     kind, _, rest = body.partition(":")
     if kind == "openai" and rest:
-        return OpenAIJudge(name=name or f"openai:{rest}", model=rest, base_url=base_url,
+        at = re.fullmatch(r"(.+?)@(https?://\S+)", rest)  # a judge's own endpoint: MODEL@URL
+        model, url = (at.group(1), at.group(2)) if at else (rest, base_url)
+        return OpenAIJudge(name=name or f"openai:{model}", model=model, base_url=url,
                            api_key_env=api_key_env)  # fmt: skip
     if kind == "command" and rest.strip():
         try:

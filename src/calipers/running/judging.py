@@ -146,3 +146,61 @@ def summarize(rows: Sequence[dict[str, Any]]) -> tuple[list[JudgeSummary], list[
             pairs.append({"judges": [a, b], "samples": len(shared),
                           "pearson": r if math.isfinite(r) else None})  # fmt: skip
     return summaries, pairs
+
+
+@dataclass(frozen=True)
+class StoreJudging:
+    samples: int  # samples judged
+    replaced: int  # earlier judgments by the same judges, replaced
+    rows: list[dict[str, Any]]  # the judged samples with their new judgments (for the summary)
+    without_input: int  # samples whose input was not recorded: judged on the task name
+
+
+def judge_store(
+    db: Path,
+    options: JudgeOptions,
+    backend: Backend,
+    *,
+    run: str | None = None,
+    rubric: Path | None = None,
+    progress: bool | None = None,
+) -> StoreJudging:
+    """Judge (again) every sample of the store that has an output. Each sample's judgments by
+    judges of the same names are replaced; other judges' judgments stay. One transaction."""
+    from calipers.data.store import Store
+    from calipers.grading.rubric_file import load_rubric
+
+    rules_file = load_rubric(rubric) if rubric else None
+    templates = {
+        kind: PromptTemplate.load(kind, debias_length=options.debias_length)
+        for kind in {options.kind, "rubric"}
+    }
+    names = {j.name for j in options.judges}
+    with Store(db) as store:
+        query = (
+            "SELECT run, task, sample_id, epoch, input, expected, output, judgments FROM samples "
+            "WHERE output IS NOT NULL" + (" AND run = ?" if run is not None else "")
+            + " ORDER BY run, task, sample_id, epoch"
+        )  # fmt: skip
+        cursor = store.con.execute(query, [run] if run is not None else [])
+        columns = [d[0] for d in cursor.description]
+        rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
+        requests = []
+        for row in rows:
+            rules = rules_file.rules_for(row["task"]) if rules_file else None
+            template = templates["rubric" if rules is not None else options.kind]
+            prompt = template.render(
+                task=row["input"] if row["input"] is not None else f"(task: {row['task']})",
+                output=row["output"], expected=row["expected"], rules=rules,
+            )  # fmt: skip
+            requests.append(JudgeRequest(template, prompt))
+        judged = judge_requests(requests, options, backend, progress=progress)
+        replaced = 0
+        updates = []
+        for row, new in zip(rows, judged, strict=True):
+            kept = [j for j in row["judgments"] or [] if j["judge"] not in names]
+            replaced += len(row["judgments"] or []) - len(kept)
+            row["judgments"] = new
+            updates.append([row["run"], row["task"], row["sample_id"], row["epoch"], kept + new])
+        store.update_column("judgments", updates)
+    return StoreJudging(len(rows), replaced, rows, sum(1 for r in rows if r["input"] is None))

@@ -46,6 +46,7 @@ class RunOptions:
     epochs: int | None = None  # overrides the suite's and the tasks'
     use_cache: bool = True
     out: Path | None = None  # where inputs and outputs go; default .calipers/runs/<run>
+    cache_dir: Path = Path(".calipers") / "cache"
     stdio: bool = False
     timeout_s: float = 150.0
     seed: int = 0
@@ -138,7 +139,7 @@ def run_suite(suite: Suite, command: str, options: RunOptions) -> SuiteRun:
         mode="stdio" if options.stdio else "files",
         decision_field="output",
         timeout_s=options.timeout_s,
-        cache_dir=(Path(".calipers") / "cache") if options.use_cache else None,
+        cache_dir=options.cache_dir if options.use_cache else None,
         cwd=None,
     )
     jobs: list[tuple[Task, int, Future[InvocationResult]]] = []
