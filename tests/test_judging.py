@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import numpy as np
 import pytest
 from scipy import stats
@@ -39,6 +40,14 @@ def suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "suite.yaml"
     path.write_text(SUITE)
     return path
+
+
+def run_schema() -> dict[str, Any]:
+    from importlib import resources
+
+    text = resources.files("calipers.report.schemas").joinpath("run.schema.json").read_text()
+    schema: dict[str, Any] = json.loads(text)
+    return schema
 
 
 def run(suite: Path, *args: str) -> int:
@@ -81,6 +90,7 @@ def test_repeats_and_an_ensemble_report_mean_sd_and_agreement(suite: Path) -> No
         assert code == 0
         assert len(a.requests) == len(b.requests) == 8 * 3
     report = json.loads(Path("report.json").read_text())
+    jsonschema.validate(report, run_schema())
     rows = samples(Path("s.duckdb"), "v1")
     by_judge = {s["judge"]: s for s in report["judging"]["judges"]}
     for name in ("noisy", "steady"):
@@ -126,7 +136,9 @@ def test_a_judge_failing_after_its_retries_is_missing_never_zero(suite: Path) ->
     for row in samples(Path("s.duckdb"), "v1"):
         (judgment,) = row["judgments"]
         assert judgment["score"] is None and "HTTP 500" in judgment["error"]
-    (summary,) = json.loads(Path("report.json").read_text())["judging"]["judges"]
+    report = json.loads(Path("report.json").read_text())
+    jsonschema.validate(report, run_schema())
+    (summary,) = report["judging"]["judges"]
     assert summary["failed"] == summary["calls"] == 8 and summary["mean"] is None
     # Failures are not cached: the next run asks again, and gets answers.
     with judge_server() as server:

@@ -126,7 +126,7 @@ def test_every_invocation_failing_is_exit_2(
 
 
 def test_openai_judge_over_http_and_no_key_is_kept(
-    suite: Path, monkeypatch: pytest.MonkeyPatch
+    suite: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     secret = "sk-test-never-stored-0123456789"
     monkeypatch.setenv("JUDGE_KEY", secret)
@@ -141,6 +141,8 @@ def test_openai_judge_over_http_and_no_key_is_kept(
     assert scores == [("openai:judge-model", 0.75, 0), ("openai:judge-model", 0.75, 1)]
     stored = Path("s.duckdb").read_bytes()
     assert secret.encode() not in stored
+    printed = capsys.readouterr()
+    assert secret not in printed.out + printed.err
     for path in Path(".calipers").rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path

@@ -102,7 +102,7 @@ def export(out: Path, fmt: str | None, runs_: tuple[str, ...], db: Path) -> None
     default=None,
     metavar="KIND",
     help="Print the schema of a JSON report instead: a scheme (reasonscore, layered, metric, "
-    "rubric, objective, robustness), compare, objective-compare, check or rank.",
+    "rubric, objective, robustness), compare, objective-compare, check, rank or run.",
 )
 def schema(report: str | None) -> None:
     """Print the JSON Schema of one sample (or of a scheme's JSON report)."""
