@@ -75,3 +75,14 @@ def test_the_demo_judge_scores_content_word_recall() -> None:
     assert score(expected, "Please contact support.") == 1
     assert score(expected, expected) == 5
     assert score(expected, "Riders must be 16.") == 1 + round(4 * 3 / 7)
+
+
+def test_demo_in_a_relative_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `make demo` uses the default, relative --dir; the check's pipeline runs in the project's
+    # directory, so the paths it is given must not be relative to ours.
+    monkeypatch.chdir(tmp_path)
+    assert main(["demo", "--dir", "nested/demo"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Sensitivity 1.00" in out and "PROGRESS composite" in out

@@ -148,8 +148,10 @@ def _run(
     """(exit code or None on timeout, stdout, stderr). The command runs in its own session so a
     timeout can kill everything it started, not just the shell."""
     if pipeline.mode == "files":
+        # Absolute: the command may run in another directory (the config's) than ours.
         command = pipeline.command.format(
-            input=shlex.quote(str(input_path)), output=shlex.quote(str(output_path))
+            input=shlex.quote(str(input_path.absolute())),
+            output=shlex.quote(str(output_path.absolute())),
         )
         stdin = None
     else:
