@@ -1,10 +1,11 @@
 """`--executor ray`: the same pipeline invocations and judge calls as Ray tasks (`pip install
 'calipers[ray]'`).
 
-Without an address (and no RAY_ADDRESS in the environment) a private local Ray instance is started
-with as many CPUs as `-j` asks for, and stopped at the end. With `--ray-address` (or RAY_ADDRESS)
-the work goes to that cluster; each task asks for one CPU, so the cluster's size bounds the
-concurrency.
+Without an address (and no RAY_ADDRESS in the environment) a private local Ray instance is
+started with as many CPUs as `-j` asks for, and stopped at the end; it starts on the first job the
+caches cannot answer, so a fully cached re-run never starts Ray. With `--ray-address` (or
+RAY_ADDRESS) the work goes to that cluster; each task asks for one CPU, so the cluster's size
+bounds the concurrency.
 
 The driver keeps everything on disk: it checks the cache before sending a job, and writes the
 job's `input.md`, `output.json` and cache entry when the result comes back. A worker runs the
@@ -69,28 +70,42 @@ class RayBackend:
                 hint="pip install 'calipers[ray]' (or run without --executor ray).",
             ) from None
         self._ray = ray
-        address = address or os.environ.get("RAY_ADDRESS") or None
-        self._started = not ray.is_initialized()
-        if self._started:
-            options: dict[str, Any] = {
-                "include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR",
-            }  # fmt: skip
-            if address is None:  # "local": a private instance, never a stray one found on disk
-                options |= {"address": "local", "num_cpus": workers or default_workers(),
-                            "object_store_memory": _LOCAL_OBJECT_STORE_BYTES}  # fmt: skip
-            else:
-                options["address"] = address
-            try:
-                ray.init(**options)
-            except (ConnectionError, RuntimeError, ValueError) as exc:
-                raise InputError(
-                    f"could not start or reach Ray ({address or 'local'}): {exc}",
-                    hint="Check --ray-address / RAY_ADDRESS (e.g. ray://head:10001), or run "
-                    "without --executor ray.",
-                ) from None
-        self._invoke = ray.remote(num_cpus=1, max_retries=0)(invoke_remote)
-        self._call = ray.remote(num_cpus=1, max_retries=0)(_call)
+        self._workers = workers
+        self._address = address or os.environ.get("RAY_ADDRESS") or None
+        self._started = False
+        self._remote: dict[str, Any] = {}
         self._refs: list[Any] = []
+
+    def _task(self, name: str) -> Any:
+        """The remote function `name`, connecting to (or starting) Ray on first use: a run that
+        the caches answer entirely never pays Ray's start-up."""
+        if not self._remote:
+            self._connect()
+            remote = self._ray.remote(num_cpus=1, max_retries=0)
+            self._remote = {"invoke": remote(invoke_remote), "call": remote(_call)}
+        return self._remote[name]
+
+    def _connect(self) -> None:
+        ray, address = self._ray, self._address
+        if ray.is_initialized():
+            return
+        options: dict[str, Any] = {
+            "include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR",
+        }  # fmt: skip
+        if address is None:  # "local": a private instance, never a stray one found on disk
+            options |= {"address": "local", "num_cpus": self._workers or default_workers(),
+                        "object_store_memory": _LOCAL_OBJECT_STORE_BYTES}  # fmt: skip
+        else:
+            options["address"] = address
+        try:
+            ray.init(**options)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise InputError(
+                f"could not start or reach Ray ({address or 'local'}): {exc}",
+                hint="Check --ray-address / RAY_ADDRESS (e.g. ray://head:10001), or run "
+                "without --executor ray.",
+            ) from None
+        self._started = True
 
     def invoke(
         self, pipeline: Pipeline, job: Job, extract: Extract, seed: int
@@ -105,7 +120,7 @@ class RayBackend:
             if hit is not None:
                 outer.set_result(hit)
                 return outer
-        ref = self._invoke.remote(
+        ref = self._task("invoke").remote(
             replace(pipeline, cache_dir=None), job.name, rendered, extract, seed, os.getcwd()
         )
         self._refs.append(ref)
@@ -126,7 +141,7 @@ class RayBackend:
         return outer
 
     def call(self, fn: Callable[..., T], *args: Any) -> Future[T]:
-        ref = self._call.remote(fn, *args)
+        ref = self._task("call").remote(fn, *args)
         self._refs.append(ref)
         future: Future[T] = ref.future()
         return future
