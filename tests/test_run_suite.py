@@ -159,6 +159,10 @@ def test_openai_judge_over_http_and_no_key_is_kept(
         ("tasks: [\n", "not valid YAML"),
         ("epochs: 0\ntasks:\n  - {id: a, input: x}\n", "epochs"),
         ("tasks:\n  - {id: a, input: x, colour: red}\n", "colour"),
+        ("tasks:\n  - id: a\n    input: x\n    assertions: [{type: contains, value: 16}]\n",
+         "assertion 'contains' needs as value a string, got int 16"),
+        ("tasks:\n  - id: a\n    input: x\n    assertions: [{type: max_length, value: ten}]\n",
+         "assertion 'max_length' needs as value"),
     ],
 )  # fmt: skip
 def test_bad_suites_are_exit_1_naming_the_field(

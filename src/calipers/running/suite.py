@@ -137,6 +137,7 @@ def load_suite(path: Path) -> Suite:
             raise InputError(f"{path}: task id '{task.id}' appears twice")
         seen.add(task.id)
         inputs[task.id] = _input_text(path, task)
+        _check_assertion_values(path, task)
     return Suite(
         path=path, name=spec.name or path.stem, epochs=spec.epochs, tasks=tasks, inputs=inputs
     )
@@ -172,3 +173,19 @@ def _input_text(suite_path: Path, task: Task) -> str:
             f"{suite_path}: task '{task.id}': field 'input_file': cannot read {source}: "
             f"{exc.strerror}"
         ) from None
+
+
+# Every telemetry field present, so that a dry evaluation can only fail on the spec itself.
+_DRY_SAMPLE = {"output": "", "cost_usd": 0.0, "latency_s": 0.0, "steps": 0, "tool_calls": 0,
+               "tools": [], "decision": None, "error": None}  # fmt: skip
+
+
+def _check_assertion_values(path: Path, task: Task) -> None:
+    """Evaluate each assertion once on an empty sample, so that a value of the wrong type (a
+    number for `contains`, a bad regex or JSON schema) is reported before the pipeline runs."""
+    from calipers.grading.assertions import evaluate
+
+    for i, spec in enumerate(task.assertions):
+        if spec.type in ("semantic_similarity", "custom"):  # a model to load; nothing to check
+            continue
+        evaluate(spec.model_dump(), _DRY_SAMPLE, where=f"{path}: task {task.id}, assertions[{i}]")
