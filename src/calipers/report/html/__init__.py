@@ -1,0 +1,75 @@
+"""One self-contained HTML page per result: jinja2 templates with autoescape on, plots drawn by
+matplotlib as inline SVG, styles inline, and no external request of any kind (no script, font,
+image or stylesheet from elsewhere), so the file can be attached to a CI run and opened offline.
+
+Pages are rendered from the report's JSON document (the same dict `--json` writes), so the page
+and the JSON never disagree. Every piece of user or model text is escaped by the template engine;
+the only markup not escaped is the SVG that matplotlib drew from numbers and escaped labels.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from calipers import __version__
+from calipers.errors import InputError
+
+
+def _environment() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("calipers.report.html", "templates"),
+        autoescape=True,  # every template, whatever its extension
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["num"] = _num
+    env.filters["signed"] = _signed
+    return env
+
+
+def _num(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{float(value):.{digits}f}"
+
+
+def _signed(value: Any, digits: int = 3) -> str:
+    return "—" if value is None else f"{float(value):+.{digits}f}"
+
+
+def render(kind: str, report: dict[str, Any], *, plots: dict[str, str] | None = None) -> str:
+    """The page for a report of `kind` (the name of its template)."""
+    template = _environment().get_template(f"{kind}.html.j2")
+    return str(template.render(report=report, plots=plots or {}, version=__version__))
+
+
+def write_html(text: str, destination: Path) -> None:
+    """Write atomically: a temp file in the same directory, then a rename."""
+    if destination.is_dir():
+        raise InputError(f"--html {destination}: is a directory", hint="Give a file path.")
+    parent = destination.parent if str(destination.parent) else Path(".")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{destination.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise InputError(f"cannot write {destination}: {exc.strerror}") from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # a report to share, not mkstemp's private 0600
+        os.replace(tmp, destination)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

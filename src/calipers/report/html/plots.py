@@ -1,0 +1,58 @@
+"""Plots as inline SVG strings, drawn by matplotlib (Agg, no display), reproducible byte for byte:
+no date in the metadata, a fixed hash salt for element ids, text kept as text (no embedded font
+files), so the page stays small and makes no request."""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Sequence
+from typing import Any
+
+_STYLE: dict[str, Any] = {
+    "svg.fonttype": "none",
+    "svg.hashsalt": "calipers",
+    "font.family": "sans-serif",
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
+
+
+def _svg(figure: Any) -> str:
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    text = buffer.getvalue()
+    text = text[text.index("<svg") :]  # drop the XML prolog and doctype: inline in HTML
+    return re.sub(r"\s*<metadata>.*?</metadata>", "", text, count=1, flags=re.DOTALL)
+
+
+def forest(
+    rows: Sequence[tuple[str, float | None, float | None, float | None, bool]],
+    *,
+    title: str,
+    xlabel: str = "treatment − control",
+) -> str:
+    """One row per quantity: (label, estimate, low, high, significant); a line at 0."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    shown = [r for r in rows if r[1] is not None]
+    with plt.rc_context(_STYLE):  # type: ignore[arg-type]
+        figure, axes = plt.subplots(figsize=(6.0, 0.45 * max(len(shown), 1) + 0.9))
+        try:
+            for y, (_, est, low, high, significant) in enumerate(reversed(shown)):
+                color = "#1b7f3b" if significant else "#555555"
+                if low is not None and high is not None:
+                    axes.plot([float(low), float(high)], [y, y], color=color, linewidth=2)
+                axes.plot([float(est or 0.0)], [y], "o", color=color, markersize=6)
+            axes.axvline(0.0, color="#999999", linewidth=1, linestyle="--")
+            axes.set_yticks(range(len(shown)), [r[0] for r in reversed(shown)])
+            axes.set_xlabel(xlabel)
+            axes.set_title(title, loc="left", fontsize=10)
+            axes.set_ylim(-0.6, len(shown) - 0.4)
+            return _svg(figure)
+        finally:
+            plt.close(figure)

@@ -1,0 +1,112 @@
+"""HTML reports in headless Chromium: each page renders with no console error and no network
+request beyond its own file, its screenshot is not blank, and hostile text in run and task names
+(<script>, <img onerror>, javascript: links) shows as text and executes nothing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from browser import browser, open_page, screenshot_is_blank
+from calipers.cli.main import main
+
+pytestmark = pytest.mark.slow  # a browser start: ~2 s
+
+HOSTILE = [
+    '<script>window.__pwned = "script"</script>',
+    "<img src=x onerror=\"window.__pwned = 'img'\">",
+    "<a href=\"javascript:window.__pwned='link'\">click</a>",
+]
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    with browser() as launched:
+        yield launched
+
+
+def layered_samples(path: Path, control: str, treatment: str, tasks: list[str]) -> Path:
+    lines = []
+    for run, bonus in ((control, 0), (treatment, 1)):
+        for i, task in enumerate(tasks):
+            for s in range(6):
+                passed = (i + s + bonus) % 3 != 0
+                lines.append({
+                    "run": run, "task": task, "sample_id": f"{task}-{s}",
+                    "output": f"answer {s}",
+                    "assertions": [{"type": "contains", "value": "answer", "passed": passed},
+                                   {"type": "max_length", "value": 100, "passed": True}],
+                    "judgments": [{"judge": "j", "score": 3 + bonus, "scale_min": 1,
+                                   "scale_max": 5}],
+                })  # fmt: skip
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_compare_page_renders_offline_without_errors(chromium: Any, tmp_path: Path) -> None:
+    data = layered_samples(tmp_path / "s.jsonl", "base", "new", ["alpha", "beta", "gamma"])
+    html = tmp_path / "compare.html"
+    code = main(["compare", str(data), "--scheme", "layered", "--control", "base",
+                 "--treatment", "new", "--gate", "none", "--html", str(html), "-q"])  # fmt: skip
+    assert code == 0
+    loaded = open_page(chromium, html)
+    assert loaded.console_errors == []
+    assert loaded.requests == [html.resolve().as_uri()]  # the page itself, nothing else
+    text = loaded.page.inner_text("body")
+    verdict = loaded.page.inner_text("#verdict")
+    report = json.loads(_json_report(data, tmp_path))
+    assert verdict == report["verdict"]
+    assert "Methodology" in text and f"seed {report['seed']}" in text
+    assert loaded.page.locator("svg").count() == 1  # the forest plot, inline
+    assert not screenshot_is_blank(loaded.page.screenshot(full_page=True))
+
+
+def test_hostile_names_show_as_text_and_run_nothing(chromium: Any, tmp_path: Path) -> None:
+    control, treatment = HOSTILE[0], HOSTILE[1]
+    data = layered_samples(tmp_path / "s.jsonl", control, treatment, [HOSTILE[2], "plain"])
+    html = tmp_path / "hostile.html"
+    code = main(["compare", str(data), "--scheme", "layered", "--control", control,
+                 "--treatment", treatment, "--gate", "none", "--html", str(html),
+                 "-q"])  # fmt: skip
+    assert code == 0
+    loaded = open_page(chromium, html)
+    loaded.page.evaluate("document.querySelectorAll('td').forEach(td => td.click())")
+    assert loaded.page.evaluate("window.__pwned") is None
+    assert loaded.console_errors == []
+    assert loaded.page.locator("img").count() == 0
+    assert loaded.page.locator("a[href^='javascript']").count() == 0
+    assert loaded.page.locator("body script").count() == 0
+    text = loaded.page.inner_text("body")
+    for payload in HOSTILE:
+        assert payload in text  # shown literally
+    assert loaded.requests == [html.resolve().as_uri()]
+
+
+def _json_report(data: Path, tmp_path: Path) -> str:
+    out = tmp_path / "compare.json"
+    main(["compare", str(data), "--scheme", "layered", "--control", "base", "--treatment",
+          "new", "--gate", "none", "--json", str(out), "-q"])  # fmt: skip
+    return out.read_text()
+
+
+def test_pages_are_reproducible_and_bad_destinations_are_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = layered_samples(tmp_path / "s.jsonl", "base", "new", ["alpha", "beta"])
+    args = ["compare", str(data), "--scheme", "layered", "--control", "base", "--treatment",
+            "new", "--gate", "none", "-q"]  # fmt: skip
+    assert main([*args, "--html", str(tmp_path / "a.html")]) == 0
+    assert main([*args, "--html", str(tmp_path / "b.html")]) == 0
+    assert (tmp_path / "a.html").read_bytes() == (tmp_path / "b.html").read_bytes()
+    assert main([*args, "--html", str(tmp_path)]) == 1
+    assert "is a directory" in capsys.readouterr().err
+    objective = ["compare", str(data), "--scheme", "objective", "--baseline", "base",
+                 "--candidate", "new", "--html", str(tmp_path / "o.html")]  # fmt: skip
+    assert main(objective) == 1
+    assert "not built yet" in capsys.readouterr().err
+    assert not (tmp_path / "o.html").exists()
+    assert not list(tmp_path.glob(".*.tmp"))
