@@ -110,3 +110,13 @@ def test_pages_are_reproducible_and_bad_destinations_are_exit_1(
     assert "not built yet" in capsys.readouterr().err
     assert not (tmp_path / "o.html").exists()
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_the_demo_page_renders(chromium: Any, tmp_path: Path) -> None:
+    assert main(["demo", "--dir", str(tmp_path)]) == 0
+    loaded = open_page(chromium, tmp_path / "compare.html")
+    assert loaded.console_errors == []
+    assert loaded.requests == [(tmp_path / "compare.html").resolve().as_uri()]
+    assert loaded.page.inner_text("#verdict") == "PROGRESS"
+    assert loaded.page.locator("table.tasks tr").count() == 1 + 12  # header + the suite's tasks
+    assert not screenshot_is_blank(loaded.page.screenshot())

@@ -19,6 +19,7 @@ from calipers.data.store import Store
 from calipers.demo.synthetic import DEMO_SEED, generate_samples, write_jsonl
 from calipers.grading.judges import CommandJudge
 from calipers.report import terminal, terminal_compare, terminal_objective, terminal_robustness
+from calipers.report.html.pages import write_page
 from calipers.running.check import CheckOptions, run_check
 from calipers.running.judging import JudgeOptions
 from calipers.running.kelvin_config import load_kelvin_config
@@ -26,7 +27,7 @@ from calipers.running.run_suite import RunOptions, run_suite
 from calipers.running.suite import load_suite
 from calipers.schemes import get_scheme
 from calipers.schemes.reasonscore import ReasonScoreResult
-from calipers.verdicts.compare import compare
+from calipers.verdicts.compare import CompareResult, compare
 from calipers.verdicts.objective import compare_objective
 
 # Two variants of one model family: the larger one gains on facts and the judge, but its judge
@@ -51,7 +52,7 @@ def demo(directory: Path, seed: int) -> None:
     """Generate a synthetic evaluation, import it, print the ReasonScore leaderboard and a
     layered comparison of two variants with its verdict; scaffold the example robustness project
     and check it; run the example support assistant's suite in two versions, judge them and
-    compare them."""
+    compare them, and write that comparison's HTML report."""
     console = stdout_console()
     started = time.perf_counter()
     data = directory / "samples.jsonl"
@@ -89,7 +90,10 @@ def demo(directory: Path, seed: int) -> None:
         governing_types=list(checked.config.governing_types),
     )  # fmt: skip
     console.print()
-    demo_suite_run(directory, db, console)
+    layered = demo_suite_run(directory, db, console)
+    html = directory / "compare.html"
+    write_page("compare", layered.to_dict(), html)
+    console.print(f"\n[bold]HTML report[/] of the assistant comparison → {html}", highlight=False)
     console.print(
         f"[dim]{time.perf_counter() - started:.1f} s. Try: calipers score {data} "
         f"--scheme reasonscore --tasks · calipers compare {data} --scheme layered "
@@ -99,7 +103,7 @@ def demo(directory: Path, seed: int) -> None:
     )
 
 
-def demo_suite_run(directory: Path, db: Path, console: Console) -> None:
+def demo_suite_run(directory: Path, db: Path, console: Console) -> CompareResult:
     """The bundled support assistant, v1 then v2, through `calipers run` with a deterministic
     command judge (no network); then both comparisons: the layered verdict on quality, and the
     objective gate, whose cost adjustment can still refuse the promotion."""
@@ -133,11 +137,12 @@ def demo_suite_run(directory: Path, db: Path, console: Console) -> None:
         )
     samples = open_samples(None, db=db)
     console.print("[bold]Layered comparison[/]: assistant-v1 (control) → assistant-v2")
-    terminal_compare.comparison(
-        compare(samples, scheme="layered", control="assistant-v1", treatments=["assistant-v2"]),
-        console,
+    layered = compare(
+        samples, scheme="layered", control="assistant-v1", treatments=["assistant-v2"]
     )
+    terminal_compare.comparison(layered, console)
     console.print("[bold]Objective gate[/]: assistant-v2 against assistant-v1, cost included")
     terminal_objective.comparison(
         compare_objective(samples, baseline="assistant-v1", candidate="assistant-v2"), console
     )
+    return layered
