@@ -120,3 +120,37 @@ def test_the_demo_page_renders(chromium: Any, tmp_path: Path) -> None:
     assert loaded.page.inner_text("#verdict") == "PROGRESS"
     assert loaded.page.locator("table.tasks tr").count() == 1 + 12  # header + the suite's tasks
     assert not screenshot_is_blank(loaded.page.screenshot())
+
+
+def test_check_page_shows_diffs_and_hostile_case_text_inertly(
+    chromium: Any, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    assert main(["init", str(project)]) == 0
+    case = project / "cases" / "harbor.md"
+    hostile = "\n".join(f"Note: {payload}" for payload in HOSTILE)
+    case.write_text(case.read_text().replace("## Gate Rule", f"{hostile}\n\n## Gate Rule", 1))
+    html = tmp_path / "check.html"
+    code = main(["check", "--config", str(project / "kelvin.yaml"), "--no-store", "-q",
+                 "--html", str(html)])  # fmt: skip
+    assert code == 0
+    report = json.loads((project / "kelvin" / "report.json").read_text())
+    loaded = open_page(chromium, html)
+    assert loaded.console_errors == []
+    assert loaded.requests == [html.resolve().as_uri()]
+    page = loaded.page
+    page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("img").count() == 0 and page.locator("body script").count() == 0
+    assert page.locator("a[href^='javascript']").count() == 0
+    text = page.inner_text("body")
+    for payload in HOSTILE:
+        assert payload in text  # in the inputs' diffs, as text
+    signals = page.inner_text("#signals")
+    assert f"{report['invariance']:.2f}" in signals and f"{report['sensitivity']:.2f}" in signals
+    variants = sum(1 for c in report["cases"]["run"]
+                   for _ in json.loads((project / "kelvin" / c / "report.json").read_text())
+                   ["perturbations"])  # fmt: skip
+    assert page.locator("details.case tr").count() == variants + len(report["cases"]["run"])
+    assert page.locator("svg").count() == 1  # the heatmap
+    assert not screenshot_is_blank(page.screenshot(full_page=True))

@@ -70,6 +70,13 @@ def store_rows(run: CheckRun, db: Path) -> int:
 @click.option("--run", "run_name", default=None, help="Run name in the store (default: check).")
 @click.option("--no-store", is_flag=True, help="Do not record the samples in the store.")
 @click.option("--json", "json_out", default=None, metavar="PATH|-", help="Write the JSON report.")
+@click.option(
+    "--html",
+    "html_out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Write a self-contained HTML report (signals, heatmap, per-case diffs).",
+)
 @executor_options
 @click.option("-q", "--quiet", is_flag=True, help="No terminal output.")
 @db_option
@@ -83,6 +90,7 @@ def check(
     run_name: str | None,
     no_store: bool,
     json_out: str | None,
+    html_out: Path | None,
     executor: str,
     ray_address: str | None,
     quiet: bool,
@@ -106,6 +114,12 @@ def check(
     stored = 0 if no_store else store_rows(result, db)
     if json_out:
         write_json(json.loads((result.out / "report.json").read_text()), json_out)
+    if html_out is not None:
+        from calipers.report.html.pages import write_check_page
+
+        write_check_page(result.out, html_out, diagnostic=terminal_robustness.diagnostic(
+            result.result, cfg.decision_field, list(cfg.governing_types)
+        ))  # fmt: skip
     if quiet or json_out == "-":
         return
     console = stdout_console()
@@ -122,6 +136,8 @@ def check(
         f"{result.cached} from the cache · reports in {result.out}{where}[/]",
         highlight=False,
     )
+    if html_out is not None:
+        console.print(f"[dim]HTML report → {html_out}[/]", highlight=False)
 
 
 def scaffold_project(directory: Path) -> list[Path]:

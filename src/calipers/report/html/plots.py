@@ -56,3 +56,32 @@ def forest(
             return _svg(figure)
         finally:
             plt.close(figure)
+
+
+def heatmap(
+    values: Sequence[Sequence[float | None]], *, rows: Sequence[str], columns: Sequence[str],
+    title: str, label: str,
+) -> str:  # fmt: skip
+    """A rows × columns grid of values in [0, 1] (None: no data, left blank), each cell labelled."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import numpy as np
+    from matplotlib import pyplot as plt
+
+    grid = np.array([[np.nan if v is None else v for v in row] for row in values], dtype=float)
+    with plt.rc_context(_STYLE):  # type: ignore[arg-type]
+        figure, axes = plt.subplots(figsize=(1.1 * len(columns) + 2.0, 0.42 * len(rows) + 1.3))
+        try:
+            image = axes.imshow(grid, cmap="Reds", vmin=0.0, vmax=1.0, aspect="auto")
+            for (i, j), value in np.ndenumerate(grid):
+                if not np.isnan(value):
+                    axes.text(j, i, f"{value:.2f}", ha="center", va="center",
+                              color="white" if value > 0.6 else "black", fontsize=8)  # fmt: skip
+            axes.set_xticks(range(len(columns)), list(columns), rotation=30, ha="right")
+            axes.set_yticks(range(len(rows)), list(rows))
+            axes.set_title(title, loc="left", fontsize=10)
+            figure.colorbar(image, ax=axes, label=label, fraction=0.05)
+            return _svg(figure)
+        finally:
+            plt.close(figure)
