@@ -43,8 +43,10 @@ def test_demo_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]
         con.close()
     assert rows == [("assistant-v1", 12, 12, 12), ("assistant-v2", 12, 12, 12)]
     assert (tmp_path / "runs" / "assistant-v2" / "refund" / "0" / "output.json").exists()
-    page = (tmp_path / "compare.html").read_text()  # opened in a browser by test_html_reports
+    page = (tmp_path / "compare.html").read_text()  # opened in chromium by test_html_reports
     assert f"→ {tmp_path / 'compare.html'}" in out and "assistant-v2 − assistant-v1" in page
+    assert f"→ {tmp_path / 'check.html'}" in out
+    assert "Robustness check" in (tmp_path / "check.html").read_text()
     lines = (tmp_path / "samples.jsonl").read_text().splitlines()
     first = json.loads(lines[0])
     assert len(first["judgments"]) == 2 and len(first["assertions"]) == 2

@@ -19,7 +19,7 @@ from calipers.data.store import Store
 from calipers.demo.synthetic import DEMO_SEED, generate_samples, write_jsonl
 from calipers.grading.judges import CommandJudge
 from calipers.report import terminal, terminal_compare, terminal_objective, terminal_robustness
-from calipers.report.html.pages import write_page
+from calipers.report.html.pages import write_check_page, write_page
 from calipers.running.check import CheckOptions, run_check
 from calipers.running.judging import JudgeOptions
 from calipers.running.kelvin_config import load_kelvin_config
@@ -93,7 +93,15 @@ def demo(directory: Path, seed: int) -> None:
     layered = demo_suite_run(directory, db, console)
     html = directory / "compare.html"
     write_page("compare", layered.to_dict(), html)
-    console.print(f"\n[bold]HTML report[/] of the assistant comparison → {html}", highlight=False)
+    check_html = directory / "check.html"
+    write_check_page(checked.out, check_html, diagnostic=terminal_robustness.diagnostic(
+        checked.result, checked.config.decision_field, list(checked.config.governing_types)
+    ))  # fmt: skip
+    console.print(
+        f"\n[bold]HTML reports[/]: the assistant comparison → {html} · the robustness check → "
+        f"{check_html}",
+        highlight=False,
+    )
     console.print(
         f"[dim]{time.perf_counter() - started:.1f} s. Try: calipers score {data} "
         f"--scheme reasonscore --tasks · calipers compare {data} --scheme layered "
