@@ -35,3 +35,66 @@ def sample_set(rows: Iterable[dict[str, Any]], origin: str = "<test>") -> Sample
 @pytest.fixture
 def make_samples() -> MakeSamples:
     return sample_set
+
+
+# Every JSON report the suite writes (through calipers.report.json_report, the one writer behind
+# every --json) is validated against its published schema; an invalid one fails the test that
+# wrote it. The count is printed at the end of the run.
+_SCHEMAS: dict[str, Any] = {}
+_VALIDATED: list[str] = []
+
+
+def _schema_kind(report: dict[str, Any]) -> str | None:
+    if isinstance(report.get("kind"), str) and report["kind"] in ("compare", "rank", "run",
+                                                                  "objective-compare"):  # fmt: skip
+        return str(report["kind"])
+    if isinstance(report.get("scheme"), str):
+        return str(report["scheme"])
+    if "kelvin_score" in report:
+        return "check"
+    return None
+
+
+def _schema(kind: str) -> Any:
+    if kind not in _SCHEMAS:
+        from importlib import resources
+
+        text = resources.files("calipers.report.schemas").joinpath(f"{kind}.schema.json")
+        _SCHEMAS[kind] = json.loads(text.read_text(encoding="utf-8"))
+    return _SCHEMAS[kind]
+
+
+@pytest.fixture(autouse=True)
+def _reports_match_their_schemas(monkeypatch: pytest.MonkeyPatch) -> Any:
+    import jsonschema
+
+    from calipers.report import json_report
+
+    original = json_report.dumps
+    problems: list[str] = []
+
+    def validated(report: dict[str, Any]) -> str:
+        text = original(report)
+        document = json.loads(text)
+        kind = _schema_kind(document)
+        if kind is None:
+            problems.append(f"a report with no schema: keys {sorted(document)[:8]}")
+            return text
+        try:
+            jsonschema.validate(document, _schema(kind))
+        except jsonschema.ValidationError as exc:
+            problems.append(f"{kind} report: {exc.message} at {list(exc.absolute_path)}")
+        _VALIDATED.append(kind)
+        return text
+
+    monkeypatch.setattr(json_report, "dumps", validated)
+    yield
+    assert not problems, problems
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _VALIDATED:
+        kinds = {k: _VALIDATED.count(k) for k in sorted(set(_VALIDATED))}
+        terminalreporter.write_line(
+            f"JSON reports validated against their schemas: {len(_VALIDATED)} " + str(kinds)
+        )
