@@ -104,12 +104,29 @@ def test_pages_are_reproducible_and_bad_destinations_are_exit_1(
     assert (tmp_path / "a.html").read_bytes() == (tmp_path / "b.html").read_bytes()
     assert main([*args, "--html", str(tmp_path)]) == 1
     assert "is a directory" in capsys.readouterr().err
-    objective = ["compare", str(data), "--scheme", "objective", "--baseline", "base",
-                 "--candidate", "new", "--html", str(tmp_path / "o.html")]  # fmt: skip
-    assert main(objective) == 1
-    assert "not built yet" in capsys.readouterr().err
-    assert not (tmp_path / "o.html").exists()
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_objective_page_shows_the_decision_and_hostile_tasks_inertly(
+    chromium: Any, tmp_path: Path
+) -> None:
+    data = layered_samples(tmp_path / "s.jsonl", "base", "new", [*HOSTILE, "plain"])
+    html, out = tmp_path / "objective.html", tmp_path / "objective.json"
+    code = main(["compare", str(data), "--scheme", "objective", "--baseline", "base",
+                 "--candidate", "new", "--gate", "none", "--html", str(html), "--json",
+                 str(out), "-q"])  # fmt: skip
+    assert code == 0
+    report = json.loads(out.read_text())
+    loaded = open_page(chromium, html)
+    page = loaded.page
+    assert loaded.console_errors == [] and loaded.requests == [html.resolve().as_uri()]
+    assert page.inner_text("#verdict") == report["verdict"]
+    assert page.inner_text("#promote") == ("promote" if report["promote"] else "do not promote")
+    assert page.locator("#tasks tr").count() == 1 + len(report["tasks"])
+    assert page.evaluate("window.__pwned") is None and page.locator("img").count() == 0
+    text = page.inner_text("body")
+    assert all(payload in text for payload in HOSTILE)
+    assert not screenshot_is_blank(page.screenshot(full_page=True))
 
 
 def test_the_demo_page_renders(chromium: Any, tmp_path: Path) -> None:

@@ -110,6 +110,7 @@ def compare_objective_runs(
     *,
     gate: str,
     json_out: str | None,
+    html_out: Path | None,
     quiet: bool,
     options: dict[str, Any],
 ) -> None:
@@ -126,6 +127,10 @@ def compare_objective_runs(
     )
     if json_out:
         write_json(result.to_dict(), json_out)
+    if html_out is not None:
+        from calipers.report.html.pages import write_page
+
+        write_page("objective-compare", result.to_dict(), html_out)
     if not quiet and json_out != "-":
         terminal_objective.comparison(result, stdout_console())
     if gate == "no-regress" and result.verdict is ObjectiveVerdict.REGRESSED:
@@ -170,7 +175,7 @@ def compare_objective_runs(
     "html_out",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
-    help="Write a self-contained HTML report (layered, metric).",
+    help="Write a self-contained HTML report.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No terminal output.")
 @db_option
@@ -209,13 +214,9 @@ def compare_command(
     samples = open_samples(file, db=db)
     print_warnings(samples.warnings)
     if scheme == "objective":
-        if html_out is not None:
-            raise InputError(
-                "--html is not built yet for --scheme objective",
-                hint="Use --json PATH for the objective comparison's full report.",
-            )
         compare_objective_runs(
-            samples, control, treatments, objective, gate=gate, json_out=json_out, quiet=quiet,
+            samples, control, treatments, objective, gate=gate, json_out=json_out,
+            html_out=html_out, quiet=quiet,
             options={"confidence_level": confidence, "n_resamples": n_resamples, "seed": seed},
         )  # fmt: skip
         return

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from calipers.report.html import render, write_html
-from calipers.report.html.plots import forest, heatmap
+from calipers.report.html.plots import deltas, forest, heatmap
 from calipers.report.json_report import clean
 
 
@@ -100,7 +100,22 @@ def _mean(values: list[Any]) -> float | None:
     return sum(numbers) / len(numbers) if numbers else None
 
 
-PAGES = {"compare": compare_page}
+def objective_compare_page(report: dict[str, Any]) -> str:
+    """objective: the verdict and the promote decision, net gain against its threshold, per-task
+    deltas (plotted), hard regressions, and the weights and thresholds used."""
+    report = clean(report)
+    tasks = report["tasks"]
+    plots = {}
+    if tasks:
+        plots["deltas"] = deltas(
+            [t["task"] for t in tasks],
+            [t["delta"] for t in tasks],
+            title="composite delta per task (candidate − baseline)",
+        )
+    return render("objective-compare", report, plots=plots)
+
+
+PAGES = {"compare": compare_page, "objective-compare": objective_compare_page}
 
 
 def write_page(kind: str, report: dict[str, Any], destination: Path) -> None:

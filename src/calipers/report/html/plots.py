@@ -85,3 +85,26 @@ def heatmap(
             return _svg(figure)
         finally:
             plt.close(figure)
+
+
+def deltas(labels: Sequence[str], values: Sequence[float | None], *, title: str) -> str:
+    """Horizontal bars, one per label: gains green, losses red, a line at 0."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    shown = [(label, float(v)) for label, v in zip(labels, values, strict=True) if v is not None]
+    with plt.rc_context(_STYLE):  # type: ignore[arg-type]
+        figure, axes = plt.subplots(figsize=(6.0, 0.3 * max(len(shown), 1) + 0.9))
+        try:
+            ys = range(len(shown))
+            colors = ["#1b7f3b" if v > 0 else "#b02020" if v < 0 else "#999999" for _, v in shown]
+            axes.barh(list(ys), [v for _, v in shown], color=colors, height=0.6)
+            axes.axvline(0.0, color="#555555", linewidth=1)
+            axes.set_yticks(list(ys), [label for label, _ in shown])
+            axes.invert_yaxis()
+            axes.set_title(title, loc="left", fontsize=10)
+            return _svg(figure)
+        finally:
+            plt.close(figure)
