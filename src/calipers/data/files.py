@@ -1,8 +1,10 @@
-"""Small helpers shared by the readers, the diagnostic pass and the store."""
+"""Small helpers shared by the readers, the diagnostic pass, the store and every writer."""
 
 from __future__ import annotations
 
 import gzip
+import os
+import tempfile
 from pathlib import Path
 from typing import IO
 
@@ -17,3 +19,22 @@ def open_bytes(path: Path) -> IO[bytes]:
     if path.suffix.lower() == ".gz":
         return gzip.open(path, "rb")  # type: ignore[return-value]
     return path.open("rb")
+
+
+def write_atomic(path: Path, text: str, *, shared: bool = False) -> None:
+    """Write via a temp file in the same directory and a rename: readers (and a run killed midway)
+    see the old file or the new one, never half of one. `shared`: readable by others as the
+    umask allows (a report), instead of the temp file's private 0600."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        if shared:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -28,9 +28,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from calipers.data.files import write_atomic
 from calipers.errors import InputError
 from calipers.grading.rubric_file import DIMENSIONS, RubricRules
-from calipers.running.invoke import write_atomic
 
 Kind = Literal["overall", "rubric", "objective"]
 TEMPLATES: dict[str, str] = {

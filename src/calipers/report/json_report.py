@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from calipers.data.files import write_atomic
 from calipers.errors import InputError
 
 
@@ -42,16 +41,7 @@ def write_json(report: dict[str, Any], destination: str | Path) -> None:
         raise InputError(
             f"--json {path}: is a directory", hint="Give a file path, or - for stdout."
         )
-    parent = path.parent if str(path.parent) else Path(".")
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
+        write_atomic(path, text, shared=True)
     except OSError as exc:
         raise InputError(f"cannot write {path}: {exc.strerror}") from exc
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from calipers.data.files import write_atomic
 from calipers.errors import DataError, InputError
 from calipers.running.cases import (
     Case,
@@ -32,7 +33,7 @@ from calipers.running.cases import (
 )
 from calipers.running.decision import DecisionField, is_structured
 from calipers.running.executor import ExecutorName, Job, JobPool, open_backend
-from calipers.running.invoke import InvocationResult, Pipeline, write_atomic
+from calipers.running.invoke import InvocationResult, Pipeline
 from calipers.running.kelvin_config import KelvinConfig
 from calipers.running.perturb import (
     Perturbation,

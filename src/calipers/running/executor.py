@@ -22,7 +22,8 @@ from typing import Any, Literal, Protocol, TypeVar
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from calipers.running.invoke import Extract, InvocationResult, Pipeline, invoke, write_atomic
+from calipers.data.files import write_atomic
+from calipers.running.invoke import Extract, InvocationResult, Pipeline, invoke
 
 T = TypeVar("T")
 ExecutorName = Literal["local", "ray"]

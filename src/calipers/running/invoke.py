@@ -22,12 +22,13 @@ import random
 import shlex
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from calipers.data.files import write_atomic
 
 DEFAULT_TIMEOUT_S = 150.0
 CACHE_SCHEMA_VERSION = 1  # kelvin's; a different version is a miss, never a crash
@@ -213,20 +214,6 @@ def _attempt(
         message = exc.args[0] if exc.args else "decision field missing"
         return failed(str(message), code, stderr, parsed_output=parsed)
     return InvocationResult(True, code, input_path, output_path, parsed, value)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temp file in the same directory and a rename: readers (and a run killed midway)
-    see the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def cache_lookup(

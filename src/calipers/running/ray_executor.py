@@ -25,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from calipers.data.files import write_atomic
 from calipers.errors import InputError
 from calipers.running.executor import Job, default_workers, job_rng
 from calipers.running.invoke import (
@@ -34,7 +35,6 @@ from calipers.running.invoke import (
     cache_lookup,
     cache_store,
     invoke,
-    write_atomic,
 )
 
 T = TypeVar("T")

@@ -9,12 +9,11 @@ the only markup not escaped is the SVG that matplotlib drew from numbers and esc
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from calipers import __version__
+from calipers.data.files import write_atomic
 from calipers.errors import InputError
 
 
@@ -57,19 +56,7 @@ def write_html(text: str, destination: Path) -> None:
     """Write atomically: a temp file in the same directory, then a rename."""
     if destination.is_dir():
         raise InputError(f"--html {destination}: is a directory", hint="Give a file path.")
-    parent = destination.parent if str(destination.parent) else Path(".")
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{destination.name}.", suffix=".tmp")
+        write_atomic(destination, text, shared=True)
     except OSError as exc:
         raise InputError(f"cannot write {destination}: {exc.strerror}") from exc
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # a report to share, not mkstemp's private 0600
-        os.replace(tmp, destination)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
