@@ -95,3 +95,11 @@ def screenshot_is_blank(png: bytes) -> bool:
 
     pixels = image.imread(io.BytesIO(png), format="png")[..., :3]
     return bool(np.ptp(pixels) < 0.05)  # one flat colour: nothing drawn
+
+
+# model or user text that would run if a page did not escape it
+HOSTILE = [
+    '<script>window.__pwned = "script"</script>',
+    "<img src=x onerror=\"window.__pwned = 'img'\">",
+    "<a href=\"javascript:window.__pwned='link'\">click</a>",
+]

@@ -45,8 +45,8 @@ _VALIDATED: list[str] = []
 
 
 def _schema_kind(report: dict[str, Any]) -> str | None:
-    if isinstance(report.get("kind"), str) and report["kind"] in ("compare", "rank", "run",
-                                                                  "objective-compare"):  # fmt: skip
+    kinds = ("compare", "rank", "run", "objective-compare", "store")
+    if isinstance(report.get("kind"), str) and report["kind"] in kinds:
         return str(report["kind"])
     if isinstance(report.get("scheme"), str):
         return str(report["scheme"])
@@ -85,6 +85,11 @@ def _reports_match_their_schemas(monkeypatch: pytest.MonkeyPatch) -> Any:
         except jsonschema.ValidationError as exc:
             problems.append(f"{kind} report: {exc.message} at {list(exc.absolute_path)}")
         _VALIDATED.append(kind)
+        for key, section in document.get("sections", {}).items() if kind == "store" else ():
+            try:  # each section is a score report with its own schema
+                jsonschema.validate(section, _schema(section["scheme"]))
+            except jsonschema.ValidationError as exc:
+                problems.append(f"store section {key}: {exc.message} at {list(exc.absolute_path)}")
         return text
 
     monkeypatch.setattr(json_report, "dumps", validated)
@@ -98,3 +103,12 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(
             f"JSON reports validated against their schemas: {len(_VALIDATED)} " + str(kinds)
         )
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Any:
+    """One headless Chromium for every browser test (tests/browser.py)."""
+    from browser import browser
+
+    with browser() as launched:
+        yield launched

@@ -5,28 +5,15 @@ request beyond its own file, its screenshot is not blank, and hostile text in ru
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from browser import browser, open_page, screenshot_is_blank
+from browser import HOSTILE, open_page, screenshot_is_blank
 from calipers.cli.main import main
 
 pytestmark = pytest.mark.slow  # a browser start: ~2 s
-
-HOSTILE = [
-    '<script>window.__pwned = "script"</script>',
-    "<img src=x onerror=\"window.__pwned = 'img'\">",
-    "<a href=\"javascript:window.__pwned='link'\">click</a>",
-]
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    with browser() as launched:
-        yield launched
 
 
 def layered_samples(path: Path, control: str, treatment: str, tasks: list[str]) -> Path:

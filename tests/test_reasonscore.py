@@ -194,3 +194,29 @@ def test_ranking_and_frames(make_samples: Any) -> None:
         res.to_frame("task").set_index("run").loc["good", "score"],
         res.runs["good"].tiers["t"].tasks["a"].score,  # type: ignore[attr-defined]
     )
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_pareto_frontier_is_the_non_dominated_runs(seed: int) -> None:
+    """Against a sweep: by tokens (ties: higher score first), a run is on the frontier when its
+    score beats every run with fewer tokens, or equals the best with exactly the same point."""
+    import numpy as np
+
+    from calipers.schemes.reasonscore import RunScore
+
+    rng = np.random.default_rng(seed)
+    result = ReasonScoreResult(scheme="reasonscore", parameters={}, origin="t")
+    points = []
+    for i in range(12):  # coarse values, so ties on either axis happen
+        score, tokens = float(rng.integers(1, 6) * 100), float(rng.integers(1, 6) * 500)
+        points.append((f"r{i}", score, tokens))
+        result.runs[f"r{i}"] = RunScore(f"r{i}", 10, 0, score, tokens, score / tokens)
+    result.runs["no-tokens"] = RunScore("no-tokens", 10, 0, 900.0, None, None)
+    expected, best, best_point = [], -1.0, None
+    for name, score, tokens in sorted(points, key=lambda p: (p[2], -p[1], p[0])):
+        if score > best or (score, tokens) == best_point:
+            expected.append(name)
+            if score > best:
+                best, best_point = score, (score, tokens)
+    assert sorted(result.pareto_frontier()) == sorted(expected)
+    assert "no-tokens" not in result.pareto_frontier()

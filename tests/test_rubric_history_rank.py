@@ -144,3 +144,36 @@ def test_final_score_orders_first_and_tasks_rank_separately() -> None:
         ("a", 2, None),
     ]
     assert first[0].evaluation.final == Decimal("9.00")
+
+
+def test_the_reported_band_is_the_one_the_flags_use(tmp_path: Path) -> None:
+    """history_series' band per evaluation (what the HTML page draws) flags exactly the
+    dimensions record_history flagged, and equals mean and SD of the 10 before, by hand."""
+    from calipers.data.history import history_series
+
+    db = tmp_path / "h.duckdb"
+    values = ["7", "8", "9", "7.5", "8.5", "6", "9.5", "8", "7", "8", "7.5", "8.5", "3", "8"]
+    evaluations = []
+    for i, value in enumerate(values):
+        e = scored(value, f"s{i:02d}")
+        record_history(db, [e], rubric_sha256="x")
+        evaluations.append(e)
+    (entries,) = history_series(db, ["skill"]).values()
+    assert [e["sample_id"] for e in entries] == [f"s{i:02d}" for i in range(len(values))]
+    for i, (entry, e) in enumerate(zip(entries, evaluations, strict=True)):
+        band = entry["band"]["correctness"]
+        earlier = [float(v) for v in values[max(0, i - 10) : i]]
+        if len(earlier) < 2:
+            assert band == {"mean": None, "sd": None}
+            continue
+        assert band["mean"] == pytest.approx(statistics.mean(earlier))
+        assert band["sd"] == pytest.approx(statistics.stdev(earlier))
+        outside = {
+            d for d in DIMENSIONS
+            if entry["band"][d]["mean"] is not None
+            and abs(entry["dimensions"][d] - entry["band"][d]["mean"])
+            > 2 * entry["band"][d]["sd"] + 1e-12
+        }  # fmt: skip
+        assert outside == {f.dimension for f in e.history_flags}
+    assert {f.dimension for f in evaluations[12].history_flags} == {"correctness"}  # the 3
+    assert len(history_series(db, ["skill"], limit=5)["skill"]) == 5

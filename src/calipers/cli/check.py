@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from calipers.cli.main import cli, db_option, stderr_console, stdout_console
+from calipers.cli.main import cli, db_option, quiet_option, stderr_console, stdout_console
 from calipers.cli.options import executor_options
 from calipers.errors import InputError
 from calipers.report import terminal_robustness
@@ -171,6 +171,7 @@ def scaffold_project(directory: Path) -> list[Path]:
 @click.argument(
     "directory", type=click.Path(path_type=Path, file_okay=False), default=Path("."), required=False
 )
+@quiet_option
 def init(directory: Path) -> None:
     """Scaffold a working robustness check in DIRECTORY: kelvin.yaml, three cases and a small
     deterministic example pipeline. Existing files are never overwritten."""

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from calipers.cli.main import cli, db_option, stderr_console, stdout_console
+from calipers.cli.main import cli, db_option, quiet_option, stderr_console, stdout_console
 from calipers.data.store import Store, describe_runs
 from calipers.errors import InputError
 
@@ -32,6 +32,7 @@ def print_warnings(warnings: list[str]) -> None:
     show_default=True,
     help="File format (auto: by extension, or a kelvin output directory by its report.json).",
 )
+@quiet_option
 @db_option
 def import_(files: tuple[Path, ...], run: str | None, fmt: str, db: Path) -> None:
     """Validate FILES and import them into the store, all in one transaction."""
@@ -87,6 +88,7 @@ def runs(as_json: bool, db: Path) -> None:
     help="Output format (default: from OUT's extension).",
 )
 @click.option("--run", "runs_", multiple=True, help="Only this run (repeatable).")
+@quiet_option
 @db_option
 def export(out: Path, fmt: str | None, runs_: tuple[str, ...], db: Path) -> None:
     """Write the store's samples to OUT (Parquet, CSV or JSON Lines), atomically."""
@@ -102,7 +104,7 @@ def export(out: Path, fmt: str | None, runs_: tuple[str, ...], db: Path) -> None
     default=None,
     metavar="KIND",
     help="Print the schema of a JSON report instead: a scheme (reasonscore, layered, metric, "
-    "rubric, objective, robustness), compare, objective-compare, check, rank or run.",
+    "rubric, objective, robustness), compare, objective-compare, check, rank, run or store.",
 )
 def schema(report: str | None) -> None:
     """Print the JSON Schema of one sample (or of a scheme's JSON report)."""

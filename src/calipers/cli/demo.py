@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 
 from calipers.cli.check import scaffold_project
-from calipers.cli.main import cli, stdout_console
+from calipers.cli.main import cli, quiet_option, stdout_console
 from calipers.data.source import open_samples
 from calipers.data.store import Store
 from calipers.demo.synthetic import DEMO_SEED, generate_samples, write_jsonl
@@ -48,6 +48,7 @@ DEMO_TREATMENT = "atlas-large"
 @click.option(
     "--seed", type=int, default=DEMO_SEED, show_default=True, help="Seed of the synthetic data."
 )
+@quiet_option
 def demo(directory: Path, seed: int) -> None:
     """Generate a synthetic evaluation, import it, print the ReasonScore leaderboard and a
     layered comparison of two variants with its verdict; scaffold the example robustness project

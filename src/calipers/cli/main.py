@@ -27,7 +27,7 @@ COMMANDS = {
     "import": "data", "runs": "data", "export": "data", "schema": "data",
     "score": "score", "leaderboard": "score", "schemes": "score",
     "compare": "compare", "grade": "grade", "rank": "rank",
-    "check": "check", "init": "check", "run": "run", "demo": "demo",
+    "check": "check", "init": "check", "run": "run", "demo": "demo", "report": "report",
 }  # fmt: skip
 COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 
@@ -70,8 +70,34 @@ def db_option(func: Any) -> Any:
     )(func)
 
 
+def quiet_option(func: Any) -> Any:
+    """`-q/--quiet` for commands whose only stdout is a summary: it silences `stdout_console()`
+    for the rest of the command (errors and warnings still go to stderr)."""
+
+    def silence(ctx: click.Context, _: click.Parameter, value: bool) -> bool:
+        if value:
+            ctx.meta[_QUIET] = True
+        return value
+
+    return click.option(
+        "-q",
+        "--quiet",
+        is_flag=True,
+        expose_value=False,
+        callback=silence,
+        help="Print nothing on stdout (errors and warnings still go to stderr).",
+    )(func)
+
+
+_QUIET = "calipers.quiet"
+
+
 def stdout_console() -> Console:
-    return Console(no_color="NO_COLOR" in os.environ or None, highlight=False)
+    """The console for results. NO_COLOR drops colour (styles such as bold stay), and it is
+    silent when the command was given --quiet through `quiet_option`."""
+    context = click.get_current_context(silent=True)
+    quiet = bool(context and context.meta.get(_QUIET))
+    return Console(no_color="NO_COLOR" in os.environ or None, highlight=False, quiet=quiet)
 
 
 def stderr_console() -> Console:

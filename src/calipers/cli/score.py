@@ -10,7 +10,7 @@ import click
 from calipers.cli.compare import comparison_options, scheme_options
 from calipers.cli.data import print_warnings
 from calipers.cli.main import cli, db_option, stdout_console
-from calipers.data.history import record_history
+from calipers.data.history import history_series, record_history
 from calipers.data.source import open_samples
 from calipers.errors import InputError
 from calipers.report import (
@@ -20,6 +20,7 @@ from calipers.report import (
     terminal_robustness,
     terminal_rubric,
 )
+from calipers.report.html.score_pages import write_score_page
 from calipers.report.json_report import write_json
 from calipers.schemes import SchemeResult, available, get_scheme
 from calipers.schemes.layered import SummaryResult
@@ -36,6 +37,23 @@ def score_samples(
     samples = open_samples(source, db=db, run=run)
     print_warnings(samples.warnings)
     return get_scheme(scheme).score(samples, **options)
+
+
+def html_option(func: Any) -> Any:
+    return click.option(
+        "--html",
+        type=click.Path(path_type=Path),
+        default=None,
+        metavar="PATH",
+        help="Write the report as one self-contained HTML page.",
+    )(func)
+
+
+def write_reports(report: dict[str, Any], *, json_out: str | None, html: Path | None) -> None:
+    if json_out:
+        write_json(report, json_out)
+    if html:
+        write_score_page(report, html)
 
 
 def rubric_options(func: Any) -> Any:
@@ -74,6 +92,7 @@ def score_rubric(
     assert isinstance(result, RubricResult)
     if history:
         new = record_history(db, result.evaluations, rubric_sha256=result.rubric["sha256"])
+        result.history = history_series(db, sorted({e.task for e in result.evaluations}))
         flagged = sum(1 for e in result.evaluations if e.history_flags)
         result.parameters["history"] = str(db)
         result.notes.append(
@@ -101,6 +120,7 @@ def score_rubric(
 @comparison_options
 @rubric_options
 @click.option("--json", "json_out", default=None, metavar="PATH|-", help="Write the JSON report.")
+@html_option
 @click.option("-q", "--quiet", is_flag=True, help="No terminal tables.")
 @db_option
 def score(
@@ -120,6 +140,7 @@ def score(
     rubric: Path | None,
     no_history: bool,
     json_out: str | None,
+    html: Path | None,
     quiet: bool,
     db: Path,
 ) -> None:
@@ -132,8 +153,7 @@ def score(
             file, db=db, run=run, rubric=rubric, history=not no_history,
             options={"confidence_level": confidence, "n_resamples": n_resamples, "seed": seed},
         )  # fmt: skip
-        if json_out:
-            write_json(rubric_result.to_dict(), json_out)
+        write_reports(rubric_result.to_dict(), json_out=json_out, html=html)
         if not quiet and json_out != "-":
             terminal_rubric.rubric_report(rubric_result, stdout_console())
         return
@@ -148,8 +168,7 @@ def score(
     if scheme == "robustness":
         options = {"confidence_level": confidence, "n_resamples": n_resamples, "seed": seed}
     result = score_samples(file, db=db, scheme=scheme, run=run, options=options)
-    if json_out:
-        write_json(result.to_dict(), json_out)
+    write_reports(result.to_dict(), json_out=json_out, html=html)
     if quiet or json_out == "-":
         return
     console = stdout_console()
@@ -172,18 +191,25 @@ def score(
 )
 @click.option("--z", type=float, default=None, help="Wilson z (default 1.96).")
 @click.option("--json", "json_out", default=None, metavar="PATH|-", help="Write the JSON report.")
+@html_option
+@click.option("-q", "--quiet", is_flag=True, help="No terminal table.")
 @db_option
 def leaderboard(
-    file: Path | None, scheme: str, z: float | None, json_out: str | None, db: Path
+    file: Path | None,
+    scheme: str,
+    z: float | None,
+    json_out: str | None,
+    html: Path | None,
+    quiet: bool,
+    db: Path,
 ) -> None:
     """Rank runs (ReasonScore: by score/token, with per-tier scores)."""
     if scheme != "reasonscore":
         raise InputError(f"leaderboard supports --scheme reasonscore, not '{scheme}'")
     options = {k: v for k, v in {"z": z}.items() if v is not None}
     result = score_samples(file, db=db, scheme=scheme, run=None, options=options)
-    if json_out:
-        write_json(result.to_dict(), json_out)
-    if json_out != "-":
+    write_reports(result.to_dict(), json_out=json_out, html=html)
+    if not quiet and json_out != "-":
         assert isinstance(result, ReasonScoreResult)
         terminal.reasonscore_leaderboard(result, stdout_console())
 

@@ -121,3 +121,55 @@ def history_flags(evaluation: Evaluation, earlier: npt.NDArray[np.float64]) -> l
                 HistoryFlag(d, score, mean, sd, int(column.size), deviation / sd if sd else None)
             )
     return flags
+
+
+SERIES_LIMIT = 60  # evaluations per task kept for a report's history plot
+
+
+def history_series(
+    db: str | Path, tasks: list[str], *, limit: int = SERIES_LIMIT
+) -> dict[str, list[dict[str, Any]]]:
+    """Per task, its last `limit` evaluations in history order, each with its dimensions and the
+    band the flags use: per dimension the mean and SD of the `WINDOW` evaluations before it
+    (None until there are `MIN_HISTORY`). The band is computed over the whole history, so the
+    first evaluations shown still have theirs."""
+    if not tasks:
+        return {}
+    with Store(db, read_only=True) as store:
+        rows = store.con.execute(
+            f"SELECT task, seq, scored_at, run, sample_id, epoch, final, grade, "
+            f"{', '.join(DIMENSIONS)} FROM rubric_history WHERE list_contains(?, task) "
+            "ORDER BY task, seq",
+            [sorted(set(tasks))],
+        ).fetchall()
+    by_task: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
+    for row in rows:
+        by_task[row[0]].append(row)
+    out = {}
+    for task, task_rows in by_task.items():
+        values = np.array([r[8:] for r in task_rows], dtype=float)
+        entries = []
+        for i, r in enumerate(task_rows):
+            earlier = values[max(0, i - WINDOW) : i]
+            enough = earlier.shape[0] >= MIN_HISTORY
+            entries.append(
+                {
+                    "seq": int(r[1]),
+                    "scored_at": r[2].isoformat(),
+                    "run": r[3],
+                    "sample_id": r[4],
+                    "epoch": int(r[5]),
+                    "final": float(r[6]),
+                    "grade": r[7],
+                    "dimensions": {d: float(v) for d, v in zip(DIMENSIONS, r[8:], strict=True)},
+                    "band": {
+                        d: {
+                            "mean": float(earlier[:, j].mean()) if enough else None,
+                            "sd": float(earlier[:, j].std(ddof=1)) if enough else None,
+                        }
+                        for j, d in enumerate(DIMENSIONS)
+                    },
+                }
+            )
+        out[task] = entries[-limit:]
+    return out

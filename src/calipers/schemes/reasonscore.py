@@ -103,6 +103,23 @@ class ReasonScoreResult(SchemeResult):
             key=lambda r: (r.score_per_token is None, -(r.score_per_token or 0.0), r.run),
         )
 
+    def pareto_frontier(self) -> list[str]:
+        """Runs no other run beats on both axes: at least the same mean ReasonScore with at most
+        the same mean output tokens, and strictly better on one. By tokens, fewest first; runs
+        without both numbers are left out."""
+        known = [
+            (r.avg_tokens, r.avg_score, r.run)
+            for r in self.runs.values()
+            if r.avg_score is not None and r.avg_tokens is not None
+        ]
+        return [
+            run
+            for tokens, score, run in sorted(known)
+            if not any(
+                s >= score and t <= tokens and (s > score or t < tokens) for t, s, _ in known
+            )
+        ]
+
     def to_dict(self) -> dict[str, Any]:
         body = self.header()
         body["runs"] = {
@@ -134,6 +151,7 @@ class ReasonScoreResult(SchemeResult):
             for name, r in self.runs.items()
         }
         body["ranking"] = [r.run for r in self.ranked()]
+        body["pareto_frontier"] = self.pareto_frontier()
         return body
 
     def to_frame(self, level: str = "task") -> pd.DataFrame:

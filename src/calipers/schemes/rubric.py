@@ -324,12 +324,17 @@ class RubricResult(SchemeResult):
     rubric: dict[str, Any] = field(default_factory=dict)
     evaluations: list[Evaluation] = field(default_factory=list)
     runs: dict[str, RunGrades] = field(default_factory=dict)
+    # per task, its recent evaluations from the store's history with the flags' band (when the
+    # history was recorded; see calipers.data.history.history_series)
+    history: dict[str, list[dict[str, Any]]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         body = self.header()
         body["rubric"] = self.rubric
         body["runs"] = {name: r.to_dict() for name, r in self.runs.items()}
         body["evaluations"] = [e.to_dict() for e in self.evaluations]
+        if self.history is not None:
+            body["history"] = self.history
         return body
 
     def to_frame(self, level: str = "evaluation") -> pd.DataFrame:

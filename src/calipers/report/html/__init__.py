@@ -46,10 +46,12 @@ def _signed(value: Any, digits: int = 3) -> str:
     return "—" if value is None else f"{float(value):+.{digits}f}"
 
 
-def render(kind: str, report: dict[str, Any], *, plots: dict[str, str] | None = None) -> str:
+def render(
+    kind: str, report: dict[str, Any], *, plots: dict[str, str] | None = None, **context: Any
+) -> str:
     """The page for a report of `kind` (the name of its template)."""
     template = _environment().get_template(f"{kind}.html.j2")
-    return str(template.render(report=report, plots=plots or {}, version=__version__))
+    return str(template.render(report=report, plots=plots or {}, version=__version__, **context))
 
 
 def write_html(text: str, destination: Path) -> None:
