@@ -47,6 +47,9 @@ def test_demo_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert f"→ {tmp_path / 'compare.html'}" in out and "assistant-v2 − assistant-v1" in page
     assert f"→ {tmp_path / 'check.html'}" in out
     assert "Robustness check" in (tmp_path / "check.html").read_text()
+    assert f"→ {tmp_path / 'report.html'}" in out
+    store = (tmp_path / "report.html").read_text()
+    assert all(f'<section id="{s}">' in store for s in ("reasonscore", "layered", "objective"))
     lines = (tmp_path / "samples.jsonl").read_text().splitlines()
     first = json.loads(lines[0])
     assert len(first["judgments"]) == 2 and len(first["assertions"]) == 2

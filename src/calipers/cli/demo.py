@@ -19,7 +19,10 @@ from calipers.data.store import Store
 from calipers.demo.synthetic import DEMO_SEED, generate_samples, write_jsonl
 from calipers.grading.judges import CommandJudge
 from calipers.report import terminal, terminal_compare, terminal_objective, terminal_robustness
+from calipers.report.html import write_html
 from calipers.report.html.pages import write_check_page, write_page
+from calipers.report.html.score_pages import store_page
+from calipers.report.store_report import store_report
 from calipers.running.check import CheckOptions, run_check
 from calipers.running.judging import JudgeOptions
 from calipers.running.kelvin_config import load_kelvin_config
@@ -98,9 +101,11 @@ def demo(directory: Path, seed: int) -> None:
     write_check_page(checked.out, check_html, diagnostic=terminal_robustness.diagnostic(
         checked.result, checked.config.decision_field, list(checked.config.governing_types)
     ))  # fmt: skip
+    store_html = directory / "report.html"
+    write_html(store_page(store_report(db)), store_html)
     console.print(
         f"\n[bold]HTML reports[/]: the assistant comparison → {html} · the robustness check → "
-        f"{check_html}",
+        f"{check_html} · the whole store (leaderboard, every scheme) → {store_html}",
         highlight=False,
     )
     console.print(
