@@ -102,19 +102,25 @@ def test_rubric_page_shows_breakdowns_grades_and_history(chromium: Any, tmp_path
     assert loaded.page.locator("#rubric svg").count() == 2  # grade bars, one task's history
 
 
+KELVIN_RUN = Path(__file__).parent / "fixtures/kelvin/experiments/pillar2_decomposition_demo"
+
+
 @pytest.mark.parametrize(
-    ("scheme", "data", "table"),
+    ("scheme", "data", "extra", "table"),
     [
-        ("layered", "layered.jsonl", "#layered-runs tr"),
-        ("objective", "objective.jsonl", "#objective table tr"),
+        ("layered", EXAMPLES / "layered.jsonl", [], "#layered-runs tr"),
+        ("metric", None, ["--metric", "accuracy"], "#metric-runs tr"),
+        ("objective", EXAMPLES / "objective.jsonl", [], "#objective table tr"),
+        ("robustness", KELVIN_RUN, [], "#robustness-signals tr"),
     ],
 )
 def test_other_score_pages_render(
-    chromium: Any, tmp_path: Path, scheme: str, data: str, table: str
-) -> None:
+    chromium: Any, reasonscore_file: Path, tmp_path: Path, scheme: str, data: Path | None,
+    extra: list[str], table: str,
+) -> None:  # fmt: skip
     html, out = tmp_path / f"{scheme}.html", tmp_path / f"{scheme}.json"
-    code = main(["score", str(EXAMPLES / data), "--scheme", scheme, "--html", str(html),
-                 "--json", str(out), "-q"])  # fmt: skip
+    code = main(["score", str(data or reasonscore_file), "--scheme", scheme, *extra,
+                 "--html", str(html), "--json", str(out), "-q"])  # fmt: skip
     assert code == 0
     report = json.loads(out.read_text())
     loaded = open_page(chromium, html)
