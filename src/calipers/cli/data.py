@@ -11,6 +11,7 @@ import click
 from rich.table import Table
 
 from calipers.cli.main import cli, db_option, quiet_option, stderr_console, stdout_console
+from calipers.data.adapters import ADAPTERS
 from calipers.data.store import Store, describe_runs
 from calipers.errors import InputError
 
@@ -27,10 +28,11 @@ def print_warnings(warnings: list[str]) -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["auto", "jsonl", "csv", "parquet", "kelvin"]),
+    type=click.Choice(["auto", "jsonl", "csv", "parquet", *ADAPTERS]),
     default="auto",
     show_default=True,
-    help="File format (auto: by extension, or a kelvin output directory by its report.json).",
+    help="File format. auto: another tool's output by its content (inspect_ai log, lm-eval "
+    "samples or results, promptfoo results, kelvin directory), else by extension.",
 )
 @quiet_option
 @db_option

@@ -47,7 +47,12 @@ class StagedFile:
 def detect_format(path: Path, fmt: str = "auto") -> str:
     if fmt != "auto":
         if fmt not in ("jsonl", "csv", "parquet"):
-            raise InputError(f"unknown format '{fmt}'", hint="Use jsonl, csv, parquet or kelvin.")
+            from calipers.data.adapters import ADAPTERS
+
+            raise InputError(
+                f"unknown format '{fmt}'",
+                hint=f"Use auto, jsonl, csv, parquet or {', '.join(ADAPTERS)}.",
+            )
         return fmt
     suffixes = [s.lower() for s in path.suffixes]
     if suffixes and suffixes[-1] == ".gz":

@@ -7,13 +7,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from calipers.data.adapters import kelvin
+from calipers.data.adapters import kelvin, lm_eval
 
 Rows = list[dict[str, Any]]
 
 # name → (recognises the path?, rows of the path)
 ADAPTERS: dict[str, tuple[Callable[[Path], bool], Callable[[Path], Rows]]] = {
     "kelvin": (kelvin.detect, kelvin.read_rows),
+    "lm-eval": (lm_eval.detect, lm_eval.read_rows),
 }
 
 

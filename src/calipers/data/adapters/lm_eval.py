@@ -1,0 +1,235 @@
+"""lm-evaluation-harness per-sample output (`lm_eval ... --log_samples --output_path OUT`, lm-eval
+0.4.7 and later): `OUT/<model>/samples_<task>_<date>.jsonl`, one line per document and filter,
+next to the run's `results_<date>.json` (`<name>_<date>.json` when OUT ends in `.json`).
+
+The path is a samples file, a results JSON (every samples file of its run), or a directory holding
+them or holding lm-eval's per-model directories (every run in it).
+
+One sample per document (`sample_id` its doc_id, `task` the task in the file name): a task's
+filters are measurements of the same document, not more samples. `scores` holds every finite
+numeric per-document metric under the key lm-eval's results JSON uses, without the default filter:
+`acc` for filter `none`, `exact_match,strict-match` for another. Lists (the inputs of corpus-level
+metrics such as bleu) are left out. `correct` only when a file has one score key and every value of
+it is 0 or 1. `output` is the raw generation of a generate_until document with one response;
+log-likelihood tasks have none. `expected` is lm-eval's target as written (the gold index for
+multiple_choice), `input` the first request's prompt.
+
+`run` is the results JSON's `model_name` when lm-eval took it from model_args (pretrained=,
+model=, …); otherwise lm-eval made up a random id, and the run is `config.model` (`hf`, `dummy`).
+Without a results JSON, the model directory's name (lm-eval's sanitized model name).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from calipers.errors import InputError
+
+_DATE = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"  # datetime.isoformat(), ":" → "-"
+_SAMPLES = re.compile(rf"samples_(?P<task>.+)_(?P<date>{_DATE})\.jsonl")
+_RESULTS = re.compile(rf".*_(?P<date>{_DATE})\.json")
+_DEFAULT_FILTER = "none"
+_HINT = "Pass what `lm_eval --log_samples --output_path OUT` wrote: OUT, OUT/<model> or a file."
+
+
+def _first_line(path: Path) -> Any:
+    with path.open(encoding="utf-8") as f:
+        return json.loads(f.readline())
+
+
+def _looks_like_samples(path: Path) -> bool:
+    try:
+        first = _first_line(path)
+    except (OSError, ValueError):
+        return False
+    return isinstance(first, dict) and "doc_id" in first and "filtered_resps" in first
+
+
+def _is_results(data: Any) -> bool:
+    return isinstance(data, dict) and isinstance(data.get("results"), dict) and "configs" in data
+
+
+def _samples_in(directory: Path) -> list[Path]:
+    found = sorted(directory.glob("samples_*.jsonl")) or sorted(directory.glob("*/samples_*.jsonl"))
+    return [p for p in found if _looks_like_samples(p)]
+
+
+def detect(path: Path) -> bool:
+    """A samples file (its first line has doc_id and filtered_resps), a results JSON of lm-eval,
+    or a directory with samples files in it or one level down."""
+    try:
+        if path.is_dir():
+            return bool(_samples_in(path))
+        if path.suffix == ".jsonl":
+            return _looks_like_samples(path)
+        if path.suffix == ".json" and _RESULTS.fullmatch(path.name):
+            return _is_results(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        pass
+    return False
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """One sample row per document of every samples file the path stands for."""
+    if path.is_dir():
+        files = _samples_in(path)
+        if not files:
+            raise InputError(f"{path}: no lm-eval samples_<task>_<date>.jsonl in it", hint=_HINT)
+    elif path.suffix == ".json":
+        match = _RESULTS.fullmatch(path.name)
+        if match is None or not _is_results(_load_json(path)):
+            raise InputError(f"{path}: not an lm-eval results JSON", hint=_HINT)
+        files = sorted(path.parent.glob(f"samples_*_{match['date']}.jsonl"))
+        if not files:
+            raise InputError(
+                f"{path}: no samples files of this run next to it "
+                f"(expected samples_<task>_{match['date']}.jsonl)",
+                hint="lm-eval writes them only with --log_samples.",
+            )
+    else:
+        files = [path]
+    rows: list[dict[str, Any]] = []
+    for file in files:
+        rows += _file_rows(file)
+    return rows
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: not readable JSON: {exc}") from None
+
+
+def run_name(samples: Path, date: str) -> str:
+    """The run's model, from the results JSON written with the samples file (same date)."""
+    for candidate in sorted(samples.parent.glob(f"*_{date}.json")):
+        results = _load_json(candidate)
+        if not _is_results(results):
+            continue
+        config = results.get("config") if isinstance(results.get("config"), dict) else {}
+        name, args = results.get("model_name"), config.get("model_args")
+        given = [str(v) for v in args.values()] if isinstance(args, dict) else [str(args or "")]
+        # lm-eval takes model_name from model_args, else draws a random id (not a name).
+        if isinstance(name, str) and name and any(name in value for value in given):
+            return name
+        if isinstance(config.get("model"), str) and config["model"]:
+            return str(config["model"])
+    return samples.parent.resolve().name
+
+
+def _file_rows(path: Path) -> list[dict[str, Any]]:
+    docs: dict[str, dict[str, Any]] = {}
+    first_line: dict[tuple[str, str], int] = {}
+    task_run: tuple[str, str] | None = None
+    try:
+        with path.open(encoding="utf-8") as f:
+            for number, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                record = _record(path, number, line)
+                # Only once the content is known to be lm-eval's: its file name then matters.
+                task_run = task_run or _task_and_run(path)
+                doc, filter_name = str(record["doc_id"]), str(record["filter"])
+                if (doc, filter_name) in first_line:
+                    raise InputError(
+                        f"{path}, line {number}: doc_id {doc} with filter '{filter_name}' again "
+                        f"(first at line {first_line[(doc, filter_name)]})",
+                        hint="lm-eval appends to a samples file; keep one evaluation per file.",
+                    )
+                first_line[(doc, filter_name)] = number
+                row = docs.get(doc)
+                if row is None:
+                    row = docs[doc] = _row(task_run[1], task_run[0], doc, record)
+                _add_scores(row["scores"], record, filter_name)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not readable: {exc}") from None
+    if not docs:
+        raise InputError(f"{path}: holds no documents", hint="Re-run lm_eval with --log_samples.")
+    return _finish(list(docs.values()))
+
+
+def _task_and_run(path: Path) -> tuple[str, str]:
+    match = _SAMPLES.fullmatch(path.name)
+    if match is None:
+        raise InputError(
+            f"{path}: cannot tell the task from the file name",
+            hint="lm-eval names per-sample files samples_<task>_<date>.jsonl; keep that name.",
+        )
+    return match["task"], run_name(path, match["date"])
+
+
+def _add_scores(scores: dict[str, float], record: dict[str, Any], filter_name: str) -> None:
+    for metric in (m for m in record["metrics"] if isinstance(m, str)):
+        value = record.get(metric)
+        if isinstance(value, bool):
+            value = float(value)
+        # Lists and strings are inputs of corpus-level metrics, not per-document values.
+        if isinstance(value, int | float) and math.isfinite(value):
+            key = metric if filter_name == _DEFAULT_FILTER else f"{metric},{filter_name}"
+            scores[key] = float(value)
+
+
+def _record(path: Path, number: int, line: str) -> dict[str, Any]:
+    try:
+        record = json.loads(line)
+    except ValueError as exc:
+        raise InputError(
+            f"{path}, line {number}: not JSON ({exc})",
+            hint="The file may be cut short (lm-eval still writing, or a partial copy).",
+        ) from None
+    if not (isinstance(record, dict) and "doc_id" in record and "filtered_resps" in record):
+        raise InputError(
+            f"{path}, line {number}: not an lm-eval sample "
+            "(expected an object with doc_id, filtered_resps, filter, metrics)",
+            hint=_HINT,
+        )
+    if "filter" not in record or not isinstance(record.get("metrics"), list):
+        raise InputError(
+            f"{path}, line {number}: no 'filter' and 'metrics' fields: written by lm-eval "
+            "before 0.4.7, whose lines do not say which filter or metrics they hold",
+            hint="Re-run the evaluation with lm-eval 0.4.7 or later.",
+        )
+    return record
+
+
+def _row(run: str, task: str, doc: str, record: dict[str, Any]) -> dict[str, Any]:
+    row: dict[str, Any] = {"run": run, "task": task, "sample_id": doc, "epoch": 0, "scores": {}}
+    requests = record.get("arguments")
+    first = requests.get("gen_args_0") if isinstance(requests, dict) else None
+    if isinstance(first, dict) and isinstance(first.get("arg_0"), str):
+        row["input"] = first["arg_0"]
+    if isinstance(record.get("target"), str):
+        row["expected"] = record["target"]
+    # generate_until requests are (prompt, generation kwargs); log-likelihood ones carry the
+    # continuation instead, and their responses are numbers written as strings, not output.
+    resps = record.get("resps")
+    if (
+        isinstance(requests, dict)
+        and len(requests) == 1
+        and isinstance(first, dict)
+        and isinstance(first.get("arg_1"), dict)
+        and isinstance(resps, list)
+        and len(resps) == 1
+        and isinstance(resps[0], list)
+        and len(resps[0]) == 1
+        and isinstance(resps[0][0], str)
+    ):
+        row["output"] = resps[0][0]
+    return row
+
+
+def _finish(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    keys = {key for row in rows for key in row["scores"]}
+    values = [row["scores"][key] for row in rows for key in row["scores"]]
+    binary = len(keys) == 1 and all(v in (0.0, 1.0) for v in values)
+    for row in rows:
+        if binary and row["scores"]:
+            row["correct"] = next(iter(row["scores"].values())) == 1.0
+        if not row["scores"]:
+            del row["scores"]
+    return rows
