@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from calipers.data.adapters import kelvin, lm_eval
+from calipers.data.adapters import kelvin, lm_eval, promptfoo
 
 Rows = list[dict[str, Any]]
 
@@ -15,6 +15,7 @@ Rows = list[dict[str, Any]]
 ADAPTERS: dict[str, tuple[Callable[[Path], bool], Callable[[Path], Rows]]] = {
     "kelvin": (kelvin.detect, kelvin.read_rows),
     "lm-eval": (lm_eval.detect, lm_eval.read_rows),
+    "promptfoo": (promptfoo.detect, promptfoo.read_rows),
 }
 
 

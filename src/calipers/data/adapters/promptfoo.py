@@ -1,0 +1,256 @@
+"""promptfoo results (`promptfoo eval -o results.json`, output `results.version` 3: promptfoo 0.121
+and the releases since the eval refactor that replaced v2's table with `prompts`).
+
+One sample per result, i.e. per test × column (a column is one prompt on one provider). `run` is
+the provider's label (else its id), with ` / <prompt label>` when the file's columns use more than
+one prompt; two columns still sharing a name get ` #<promptIdx>`. `task` is the config's
+`description` (else `promptfoo`). `sample_id` hashes the test's description and vars, so a test
+pairs across columns and files whatever its position; its repeats (`--repeat`, which promptfoo
+numbers as new testIdx values) become epochs 0, 1, … in testIdx order.
+
+`correct` is promptfoo's success, `scores` its weighted score and named metrics; a provider error
+(failureReason 2) has `error` and neither, and its assertions are failed "not evaluated" as
+calipers' own runs record them. Assertions are the top-level ones promptfoo scored (an assert-set
+is one `custom` assertion); weight 0 ones are left out (calipers weights are > 0). Cost, tokens and
+output come from the provider's `response` (promptfoo fills the result-level copies with zeros).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from calipers.errors import InputError
+
+SUPPORTED_VERSION = 3
+ERROR = 2  # promptfoo's ResultFailureReason.ERROR (1 is ASSERT)
+_HINT = "Pass the JSON file `promptfoo eval -o results.json` writes."
+_HEAD = re.compile(r'^\s*\{\s*"evalId"\s*:.*?"results"\s*:\s*\{\s*"version"\s*:', re.DOTALL)
+
+# promptfoo assertion type → calipers type; the rest are `custom` (their own pass/fail).
+_TYPES = {
+    "contains": "contains",
+    "icontains": "contains",
+    "not-contains": "not_contains",
+    "not-icontains": "not_contains",
+    "contains-all": "contains_all",
+    "icontains-all": "contains_all",
+    "contains-any": "contains_any",
+    "icontains-any": "contains_any",
+    "equals": "equals",
+    "not-equals": "not_equals",
+    "regex": "regex",
+    "is-json": "json_valid",
+    "similar": "semantic_similarity",
+    "similar:cosine": "semantic_similarity",
+    "starts-with": "starts_with",
+    "cost": "cost_max",
+    "latency": "latency_max",
+}
+
+
+def detect(path: Path) -> bool:
+    """A .json file that opens as promptfoo's output does: evalId, then results with a version."""
+    if path.suffix != ".json" or not path.is_file():
+        return False
+    try:
+        with path.open(encoding="utf-8", errors="replace") as f:
+            return _HEAD.match(f.read(4096)) is not None
+    except OSError:
+        return False
+
+
+def _load(path: Path) -> dict[str, Any]:
+    if path.suffix == ".jsonl":
+        raise InputError(
+            f"{path}: promptfoo's JSON Lines output is not supported",
+            hint="Write the eval as one JSON document: promptfoo eval -o results.json",
+        )
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})",
+            hint="The file may be cut short (promptfoo still writing, or a partial copy).",
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not readable: {exc}") from None
+    summary = data.get("results") if isinstance(data, dict) else None
+    if not (isinstance(summary, dict) and "version" in summary and "evalId" in data):
+        raise InputError(
+            f"{path}: not a promptfoo output (expected an object with evalId and results.version)",
+            hint=_HINT,
+        )
+    version = summary["version"]
+    if version != SUPPORTED_VERSION or not isinstance(summary.get("results"), list):
+        newer = isinstance(version, int) and version > SUPPORTED_VERSION
+        raise InputError(
+            f"{path}: promptfoo output version {version!r} is not supported "
+            f"(expected {SUPPORTED_VERSION}, with results.results a list)",
+            hint="Upgrade calipers, or re-run the eval with promptfoo 0.121."
+            if newer
+            else "Re-run the eval with a current promptfoo (0.121 writes version 3).",
+        )
+    return dict(data)
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """One sample row per promptfoo result (test × prompt × provider)."""
+    data = _load(path)
+    results = [(n, r) for n, r in enumerate(data["results"]["results"]) if isinstance(r, dict)]
+    task = str(_dict(data, "config").get("description") or "promptfoo")
+    repeat = _dict(data, "runtimeOptions").get("repeat")
+    runs = _run_names([r for _, r in results])
+    epochs: dict[tuple[str, str], int] = {}
+    rows = []
+    for number, result in sorted(results, key=lambda x: (_index(x[1]), x[0])):
+        run, sample = runs[_column(result)], _sample_id(result)
+        epoch = epochs[(run, sample)] = epochs.get((run, sample), -1) + 1
+        test = _dict(result, "testCase")
+        times = _dict(test, "options").get("repeat", repeat)
+        if isinstance(times, int) and epoch >= times:
+            raise InputError(
+                f"{path}: results.results[{number}]: test '{test.get('description') or ''}' "
+                f"of run '{run}' comes {epoch + 1} times with the same vars, but promptfoo "
+                f"repeats it {times} time(s): calipers cannot tell these samples apart",
+                hint="Give each test its own description (or keep its vars: "
+                "PROMPTFOO_STRIP_TEST_VARS removes them).",
+            )
+        try:
+            rows.append(_row(result, run, task, sample, epoch))
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise InputError(f"{path}: results.results[{number}] is malformed: {exc}") from None
+    return rows
+
+
+def _index(result: dict[str, Any]) -> int:
+    index = result.get("testIdx")
+    return index if isinstance(index, int) else 0
+
+
+def _column(result: dict[str, Any]) -> int:
+    index = result.get("promptIdx")
+    return index if isinstance(index, int) else 0
+
+
+def _provider(result: dict[str, Any]) -> str:
+    provider = result.get("provider")
+    if isinstance(provider, dict):
+        return str(provider.get("label") or provider.get("id") or "promptfoo")
+    return str(provider or "promptfoo")
+
+
+def _prompt_label(result: dict[str, Any]) -> str:
+    prompt = _dict(result, "prompt")
+    return str(prompt.get("label") or prompt.get("raw") or "")
+
+
+def _run_names(results: list[dict[str, Any]]) -> dict[int, str]:
+    columns: dict[int, tuple[str, str]] = {}
+    for result in results:
+        columns.setdefault(_column(result), (_provider(result), _prompt_label(result)))
+    several = len({label for _, label in columns.values()}) > 1
+    names = {c: f"{p} / {label}" if several else p for c, (p, label) in columns.items()}
+    taken = list(names.values())
+    return {c: f"{n} #{c}" if taken.count(n) > 1 else n for c, n in names.items()}
+
+
+def _sample_id(result: dict[str, Any]) -> str:
+    test = _dict(result, "testCase")
+    key = {"description": test.get("description"), "vars": result.get("vars") or {}}
+    text = json.dumps(key, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def _row(result: dict[str, Any], run: str, task: str, sample: str, epoch: int) -> dict[str, Any]:
+    row: dict[str, Any] = {"run": run, "task": task, "sample_id": sample, "epoch": epoch}
+    response = _dict(result, "response")
+    if isinstance(raw := _dict(result, "prompt").get("raw"), str):
+        row["input"] = raw
+    output = response.get("output")
+    if output is not None:
+        row["output"] = output if isinstance(output, str) else json.dumps(output)
+    # A cached response's latency is the cache lookup's, not the provider's.
+    if _number(result.get("latencyMs")) and not response.get("cached"):
+        row["latency_s"] = result["latencyMs"] / 1000
+    if _number(response.get("cost")):
+        row["cost_usd"] = response["cost"]
+    usage = _dict(response, "tokenUsage")
+    for field, key in (("tokens_in", "prompt"), ("tokens_out", "completion")):
+        if isinstance(usage.get(key), int) and not isinstance(usage[key], bool):
+            row[field] = usage[key]
+    if result.get("failureReason") == ERROR:
+        row["error"] = str(result.get("error") or response.get("error") or "provider error")
+        test = _dict(result, "testCase")
+        specs = [a for a in test.get("assert") or [] if isinstance(a, dict)]
+        detail = f"not evaluated: {row['error']}"
+        row["assertions"] = [a for s in specs if (a := _assertion(s, False, detail)) is not None]
+    else:
+        row["correct"] = bool(result.get("success"))
+        named = _dict(result, "namedScores")
+        scores = {"score": result.get("score"), **{k: v for k, v in named.items() if k != "score"}}
+        row["scores"] = {k: float(v) for k, v in scores.items() if _number(v)}
+        row["assertions"] = _graded(_dict(result, "gradingResult").get("componentResults") or [])
+    for field in ("scores", "assertions"):
+        if not row.get(field):
+            row.pop(field, None)
+    return row
+
+
+def _graded(components: list[Any]) -> list[dict[str, Any]]:
+    """The top-level assertions: promptfoo flattens an assert-set (or any assertion returning
+    component results) into the set's result followed by its members, which it did not score."""
+    out, skip = [], 0
+    for component in components:
+        if skip:
+            skip -= 1
+            continue
+        if not isinstance(component, dict):
+            continue
+        members = [m for m in component.get("componentResults") or [] if isinstance(m, dict)]
+        skip = len(component.get("componentResults") or [])
+        spec = component.get("assertion")
+        if not isinstance(spec, dict):  # an assert-set: its weight is in metadata
+            spec = _dict(_dict(component, "metadata"), "assertionSet")
+            spec = {**spec, "assert": [m.get("assertion") for m in members]}
+        score = component.get("score")
+        detail = str(component.get("reason") or "")
+        if _number(score):
+            detail = f"{detail} (score {score:g})".strip()
+        assertion = _assertion(spec, bool(component.get("pass")), detail)
+        if assertion is not None:
+            out.append(assertion)
+    return out
+
+
+def _assertion(spec: dict[str, Any], passed: bool, detail: str) -> dict[str, Any] | None:
+    weight = spec.get("weight")
+    if weight is not None and not (_number(weight) and weight > 0):
+        return None  # weight 0 only gates promptfoo's pass; calipers needs weights > 0
+    kind = str(spec.get("type") or "unknown")
+    out: dict[str, Any] = {"name": kind, "type": _TYPES.get(kind, "custom"), "passed": passed}
+    if weight is not None:
+        out["weight"] = float(weight)
+    value = spec.get("value", spec.get("assert"))  # an assert-set: its members' specs
+    if kind in ("cost", "latency") and _number(spec.get("threshold")):
+        value = spec["threshold"] / (1000 if kind == "latency" else 1)  # latency: ms → s
+    if kind == "is-json" and value is not None:
+        out["type"] = "json_schema"
+    if value is not None:
+        out["value"] = value
+    if detail:
+        out["detail"] = detail
+    return out
+
+
+def _dict(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    value = parent.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
