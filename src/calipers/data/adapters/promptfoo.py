@@ -100,6 +100,8 @@ def _load(path: Path) -> dict[str, Any]:
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
     """One sample row per promptfoo result (test × prompt × provider)."""
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, not promptfoo's results file", hint=_HINT)
     data = _load(path)
     results = [(n, r) for n, r in enumerate(data["results"]["results"]) if isinstance(r, dict)]
     task = str(_dict(data, "config").get("description") or "promptfoo")
