@@ -44,7 +44,7 @@ def by_run(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 
 
 def column_runs(path: Path) -> dict[str, dict[str, Any]]:
-    """promptfoo's columns (prompt × provider) under the run names MAPPING.md documents."""
+    """promptfoo's columns (prompt × provider) under the run names docs/importers.md documents."""
     prompts = raw(path)["results"]["prompts"]
     several = len({p["label"] for p in prompts}) > 1
     return {(f"{p['provider']} / {p['label']}" if several else p["provider"]): p for p in prompts}
