@@ -15,6 +15,7 @@ from calipers.cli.main import main
 FIXTURES = Path(__file__).parent / "fixtures" / "importers"
 PROMPTFOO = FIXTURES / "promptfoo" / "results.json"
 LM_EVAL = FIXTURES / "lm_eval"
+INSPECT = FIXTURES / "inspect"
 
 # promptfoo's assertion types that are calipers fact-layer checks (contains, equals, regex, …)
 PROMPTFOO_FACT_TYPES = {
@@ -85,6 +86,29 @@ def test_two_lm_eval_runs_compared_with_the_metric_scheme(tmp_path: Path, capsys
     assert pair["composite"]["estimate"] == pytest.approx(acc["run-b"] - acc["run-a"])
     assert pair["composite"]["low"] <= pair["composite"]["estimate"] <= pair["composite"]["high"]
     assert compared["verdict"] in {"PROGRESS", "REGRESS", "NOISE", "CAUTIOUS", "UNDERPOWERED"}
+
+
+def test_two_inspect_runs_compared_with_the_metric_scheme(tmp_path: Path, capsys: Any) -> None:
+    """Two inspect_ai logs (6 samples × 3 epochs each), read directly: epochs pair as clusters,
+    and the difference is that of inspect's own accuracies (equal epochs: mean of sample means)."""
+    from test_import_inspect import header  # reads the log's header.json (zstd or deflate)
+
+    accuracy = {}
+    for name in ("run-a", "run-b"):
+        (match,) = [s for s in header(f"{name}.eval")["results"]["scores"] if s["name"] == "match"]
+        accuracy[name] = match["metrics"]["accuracy"]["value"]
+    db = str(tmp_path / "s.duckdb")
+    assert main(["import", str(INSPECT / "run-a.eval"), str(INSPECT / "run-b.eval"),
+                 "--db", db]) == 0  # fmt: skip
+    compared = report(
+        ["compare", "--db", db, "--scheme", "metric", "--metric", "match",
+         "--control", "mockllm/model-a", "--treatment", "mockllm/model-b", "--gate", "none"],
+        tmp_path, capsys,
+    )  # fmt: skip
+    (pair,) = compared["pairs"]
+    assert pair["n_pairs"] == 6
+    assert pair["composite"]["estimate"] == pytest.approx(accuracy["run-b"] - accuracy["run-a"])
+    assert pair["composite"]["low"] < pair["composite"]["high"]
 
 
 @pytest.mark.parametrize(

@@ -31,7 +31,7 @@ def print_warnings(warnings: list[str]) -> None:
     type=click.Choice(["auto", "jsonl", "csv", "parquet", *ADAPTERS]),
     default="auto",
     show_default=True,
-    help="File format. auto: another tool's output by its content (lm-eval "
+    help="File format. auto: another tool's output by its content (inspect_ai log, lm-eval "
     "samples or results, promptfoo results, kelvin directory), else by extension.",
 )
 @quiet_option

@@ -7,12 +7,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from calipers.data.adapters import kelvin, lm_eval, promptfoo
+from calipers.data.adapters import inspect_log, kelvin, lm_eval, promptfoo
 
 Rows = list[dict[str, Any]]
 
 # name → (recognises the path?, rows of the path)
 ADAPTERS: dict[str, tuple[Callable[[Path], bool], Callable[[Path], Rows]]] = {
+    "inspect": (inspect_log.detect, inspect_log.read_rows),
     "kelvin": (kelvin.detect, kelvin.read_rows),
     "lm-eval": (lm_eval.detect, lm_eval.read_rows),
     "promptfoo": (promptfoo.detect, promptfoo.read_rows),

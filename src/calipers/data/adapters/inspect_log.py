@@ -1,0 +1,288 @@
+"""inspect_ai eval logs (`inspect eval --log-dir DIR`): a `.eval` zip (inspect's default) or a
+`.json` log (`--log-format json`), log format versions 1–2 (inspect_ai to 0.3.285 at least).
+
+One sample per sample and epoch: `run` the log's model, `task` its task, `sample_id` the sample id
+as a string, `epoch` inspect's (from 1). `scores` has each score that inspect's `value_to_float`
+turns into a finite number (C 1, P 0.5, I and N 0, booleans, numbers, numeric strings, yes/no,
+true/false) under its scorer's name, `scorer/key` for each key of a dict-valued score; what inspect
+would count as 0 with a warning (other strings, lists) and unscored (NaN) values are left out.
+`correct` only when the log has one score key and all its values are C/I or booleans. Tokens and
+cost sum the sample's models, `latency_s` is its total (else working) time, `error` its error.
+`input` is the input text (a chat input's messages blank-line separated), `expected` the target
+(one per line), `output` the completion. A log of any status is read: a cancelled, failed or
+unfinished one yields the samples it holds.
+
+inspect_ai 0.3.206 and later compress `.eval` members with zstd, which Python's zipfile reads from
+3.14 on; before that they are decompressed with pyarrow's zstd codec.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import struct
+import zipfile
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from calipers.errors import InputError
+
+VERSIONS = (1, 2)
+_ZIP_MAGIC = b"PK\x03\x04"
+_ZSTD = 93  # the zip compression method number of Zstandard
+_HEADERS = ("header.json", "_journal/start.json")  # a finished log; one unfinished or crashed
+_SAMPLE = re.compile(r"samples/(?P<key>[^/]+_epoch_\d+)(?P<chunked>/sample)?\.json")
+# inspect writes `version` then `status` first: the field order is part of its JSON log format.
+_JSON_HEAD = re.compile(rb'\A\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:')
+_ATTACHMENT = "attachment://"
+_HINT = "Pass a log file inspect_ai wrote (`inspect eval --log-dir DIR`): a .eval or .json in DIR."
+
+
+def detect(path: Path) -> bool:
+    """A zip with inspect's header.json or _journal/start.json, or a JSON log of inspect's. A
+    damaged zip named .eval too, so that reading it says what is wrong with it."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096)
+        if head.startswith(_ZIP_MAGIC):
+            try:
+                with zipfile.ZipFile(path) as archive:
+                    return any(name in _HEADERS for name in archive.namelist())
+            except (zipfile.BadZipFile, EOFError):
+                return path.suffix == ".eval"
+        return path.suffix == ".json" and _JSON_HEAD.match(head) is not None
+    except (OSError, ValueError):
+        return False
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """One sample row per sample and epoch of an inspect_ai log."""
+    try:
+        with path.open("rb") as f:
+            is_zip = f.read(4) == _ZIP_MAGIC
+    except OSError as exc:
+        raise InputError(f"{path}: not readable: {exc}", hint=_HINT) from None
+    header, samples = _read_eval(path) if is_zip or path.suffix == ".eval" else _read_json(path)
+    _check_version(path, header)
+    if not isinstance(samples, list) or not samples:
+        raise InputError(
+            f"{path}: the inspect log holds no samples (expected per-sample results)",
+            hint="inspect_ai leaves them out with --no-log-samples; run the eval without it.",
+        )
+    if not all(isinstance(s, dict) and "id" in s and "epoch" in s for s in samples):
+        raise InputError(f"{path}: a sample without id or epoch (expected inspect's samples)")
+    samples.sort(key=lambda s: (isinstance(s["id"], str), str(s["id"]).rjust(20), s["epoch"]))
+    first = _obj((_obj(header.get("results")).get("scores") or [{}])[0])
+    single = str(first.get("name") or "score")  # the scorer of a version-1 sample's one `score`
+    raw_scores = [_raw_scores(sample, single) for sample in samples]
+    spec = _obj(header.get("eval"))
+    rows = [_row(sample, spec, raws) for sample, raws in zip(samples, raw_scores, strict=True)]
+    # Which of several scorers is "the" outcome is not ours to choose; nor is P's or N's verdict.
+    values = [v for raws in raw_scores for v in raws.values()]
+    keys = {key for raws in raw_scores for key in raws}
+    if len(keys) == 1 and all(v in ("C", "I") or isinstance(v, bool) for v in values):
+        for row, raws in zip(rows, raw_scores, strict=True):
+            if raws:
+                row["correct"] = next(iter(raws.values())) in ("C", True)
+    return rows
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _read_json(path: Path) -> tuple[dict[str, Any], Any]:
+    try:
+        data = json.loads(path.read_bytes())  # json reads the NaN inspect writes for unscored
+    except OSError as exc:
+        raise InputError(f"{path}: not readable: {exc}", hint=_HINT) from None
+    except ValueError as exc:
+        raise InputError(f"{path}: neither a .eval zip nor JSON: {exc}", hint=_HINT) from None
+    if not (isinstance(data, dict) and "version" in data and isinstance(data.get("eval"), dict)):
+        raise InputError(
+            f"{path}: JSON, but not an inspect_ai log (expected the top-level keys version, "
+            "status, eval, samples)",
+            hint=_HINT,
+        )
+    return data, data.get("samples")
+
+
+def _read_eval(path: Path) -> tuple[dict[str, Any], list[Any]]:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            found = [name for name in _HEADERS if name in set(archive.namelist())]
+            if not found:
+                raise InputError(
+                    f"{path}: a zip, but not an inspect_ai .eval log (expected header.json or "
+                    "_journal/start.json in it)",
+                    hint=_HINT,
+                )
+            header = _member(path, archive, found[0])
+            samples = []
+            for name in archive.namelist():
+                if match := _SAMPLE.fullmatch(name):
+                    sample = _member(path, archive, name)
+                    if match["chunked"] and isinstance(sample, dict):
+                        resolve = _chunked(path, archive, f"samples/{match['key']}/attachments/")
+                        sample["input"] = _walk(sample.get("input"), resolve)
+                    samples.append(sample)
+    except (zipfile.BadZipFile, EOFError) as exc:
+        raise InputError(
+            f"{path}: not a readable .eval zip ({exc}); truncated, or not an inspect log?",
+            hint=_HINT,
+        ) from None
+    except OSError as exc:
+        raise InputError(f"{path}: not readable: {exc}", hint=_HINT) from None
+    if not isinstance(header, dict):
+        raise InputError(f"{path}: {found[0]} is not a JSON object (expected inspect's header)")
+    return header, samples
+
+
+def _member(path: Path, archive: zipfile.ZipFile, name: str) -> Any:
+    info = archive.getinfo(name)
+    try:
+        if info.compress_type == _ZSTD and not hasattr(zipfile, "ZIP_ZSTANDARD"):
+            return json.loads(_zstd_member(path, info))
+        return json.loads(archive.read(info))
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, struct.error) as exc:
+        raise InputError(
+            f"{path}: entry {name} is not readable ({exc}); the archive is damaged or truncated",
+            hint=_HINT,
+        ) from None
+
+
+def _zstd_member(path: Path, info: zipfile.ZipInfo) -> bytes:
+    import pyarrow as pa  # a calipers dependency already: its zstd codec spares adding one
+
+    with path.open("rb") as f:
+        f.seek(info.header_offset)
+        local = struct.unpack("<4s2B4HL2L2H", f.read(30))  # the zip local file header
+        if local[0] != _ZIP_MAGIC:
+            raise zipfile.BadZipFile(f"no local header for {info.filename}")
+        f.seek(info.header_offset + 30 + local[10] + local[11])  # past file name and extra
+        raw = f.read(info.compress_size)
+    data: bytes = pa.decompress(raw, decompressed_size=info.file_size, codec="zstd", asbytes=True)
+    if zlib.crc32(data) != info.CRC:
+        raise zipfile.BadZipFile(f"bad CRC-32 for {info.filename}")
+    return data
+
+
+def _chunked(path: Path, archive: zipfile.ZipFile, prefix: str) -> Callable[[str], str]:
+    """`attachment://<index>` in a chunked sample (`inspect log convert-chunked`): an index into
+    its attachments sequence, stored in chunks named by their first index."""
+    starts = sorted(int(n[len(prefix) : -5]) for n in archive.namelist() if n.startswith(prefix))
+
+    def resolve(ref: str) -> str:
+        index = ref.removeprefix(_ATTACHMENT)
+        start = max((s for s in starts if index.isdigit() and s <= int(index)), default=None)
+        if start is None:
+            return ref
+        items = _member(path, archive, f"{prefix}{start}.json")
+        return str(items[int(index) - start]) if int(index) - start < len(items) else ref
+
+    return resolve
+
+
+def _walk(value: Any, resolve: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return resolve(value) if value.startswith(_ATTACHMENT) else value
+    if isinstance(value, list):
+        return [_walk(item, resolve) for item in value]
+    if isinstance(value, dict):
+        return {key: _walk(item, resolve) for key, item in value.items()}
+    return value
+
+
+def _check_version(path: Path, header: dict[str, Any]) -> None:
+    version = header.get("version")
+    if isinstance(version, int) and not isinstance(version, bool) and version in VERSIONS:
+        return
+    writer = _obj(_obj(header.get("eval")).get("packages")).get("inspect_ai")
+    raise InputError(
+        f"{path}: inspect log format version {version!r}"
+        + (f" (written by inspect_ai {writer})" if writer else "")
+        + f" is not supported (expected {VERSIONS[0]}–{VERSIONS[-1]}, inspect_ai to 0.3.285)",
+        hint="A newer inspect_ai wrote it; update calipers, or ask for support of this version."
+        if isinstance(version, int) and version > VERSIONS[-1]
+        else _HINT,
+    )
+
+
+def _raw_scores(sample: dict[str, Any], single: str) -> dict[str, Any]:
+    scores = sample.get("scores")
+    if scores is None and "score" in sample:
+        scores = {single: sample["score"]}
+    raws = {}
+    for name, score in _obj(scores).items():
+        value = _obj(score).get("value")
+        for key, raw in value.items() if isinstance(value, dict) else [(None, value)]:
+            if _to_float(raw) is not None:
+                raws[name if key is None else f"{name}/{key}"] = raw
+    return raws
+
+
+def _to_float(value: Any) -> float | None:
+    """inspect's value_to_float, except that what it cannot convert is None rather than 0."""
+    if isinstance(value, str) and value in ("C", "P", "I", "N"):
+        return {"C": 1.0, "P": 0.5}.get(value, 0.0)
+    if isinstance(value, str):
+        if value.lower() in ("yes", "true", "no", "false"):
+            return 1.0 if value.lower() in ("yes", "true") else 0.0
+        try:
+            value = float(value)
+        except ValueError:
+            return None
+    number = float(value) if isinstance(value, int | float) else math.nan
+    return number if math.isfinite(number) else None
+
+
+def _text(content: Any) -> str | None:
+    if isinstance(content, list):
+        parts = [c.get("text") for c in content if isinstance(c, dict) and c.get("type") == "text"]
+        return "\n".join(p for p in parts if isinstance(p, str))
+    return content if isinstance(content, str) else None
+
+
+def _row(sample: dict[str, Any], spec: dict[str, Any], raws: dict[str, Any]) -> dict[str, Any]:
+    row: dict[str, Any] = {"sample_id": str(sample["id"]), "epoch": int(sample["epoch"])}
+    for field, key in (("run", "model"), ("task", "task")):
+        if isinstance(spec.get(key), str):
+            row[field] = spec[key]
+    attachments = _obj(sample.get("attachments"))  # `attachment://<hash>` → text
+    value = _walk(
+        sample.get("input"), lambda r: str(attachments.get(r.removeprefix(_ATTACHMENT), r))
+    )
+    if isinstance(value, list):
+        texts = [_text(message.get("content")) for message in value if isinstance(message, dict)]
+        value = "\n\n".join(t for t in texts if t) if any(texts) else None
+    if isinstance(value, str):
+        row["input"] = value
+    target = sample.get("target")
+    if target and isinstance(target, list | str):  # "" is inspect's default: no target
+        row["expected"] = target if isinstance(target, str) else "\n".join(map(str, target))
+    output = _obj(sample.get("output"))
+    choices = output.get("choices") or []
+    if isinstance(output.get("completion"), str) and (choices or output["completion"]):
+        row["output"] = output["completion"]
+    elif choices:
+        row["output"] = _text(_obj(_obj(choices[0]).get("message")).get("content"))
+    if raws:
+        row["scores"] = {key: _to_float(raw) for key, raw in raws.items()}
+    usage = [_obj(u) for u in _obj(sample.get("model_usage")).values()]
+    if usage:
+        parts = ("input_tokens", "input_tokens_cache_read", "input_tokens_cache_write")
+        row["tokens_in"] = sum(int(u.get(p) or 0) for u in usage for p in parts)
+        row["tokens_out"] = sum(int(u.get("output_tokens") or 0) for u in usage)
+        costs = [u["total_cost"] for u in usage if isinstance(u.get("total_cost"), int | float)]
+        if len(costs) == len(usage):
+            row["cost_usd"] = float(sum(costs))
+    times = [sample.get(k) for k in ("total_time", "working_time")]
+    latency = next((t for t in times if isinstance(t, int | float)), None)
+    if latency is not None:
+        row["latency_s"] = float(latency)
+    if _obj(sample.get("error")).get("message"):
+        row["error"] = str(sample["error"]["message"])
+    return row
