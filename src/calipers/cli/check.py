@@ -13,7 +13,7 @@ import click
 from rich.markup import escape
 
 from calipers.cli.main import cli, db_option, quiet_option, stderr_console, stdout_console
-from calipers.cli.options import executor_options
+from calipers.cli.options import executor_options, html_option
 from calipers.errors import InputError
 from calipers.report import terminal_robustness
 from calipers.report.json_report import write_json
@@ -70,13 +70,7 @@ def store_rows(run: CheckRun, db: Path) -> int:
 @click.option("--run", "run_name", default=None, help="Run name in the store (default: check).")
 @click.option("--no-store", is_flag=True, help="Do not record the samples in the store.")
 @click.option("--json", "json_out", default=None, metavar="PATH|-", help="Write the JSON report.")
-@click.option(
-    "--html",
-    "html_out",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="Write a self-contained HTML report (signals, heatmap, per-case diffs).",
-)
+@html_option
 @executor_options
 @click.option("-q", "--quiet", is_flag=True, help="No terminal output.")
 @db_option

@@ -9,6 +9,7 @@ import click
 
 from calipers.cli.data import print_warnings
 from calipers.cli.main import cli, db_option, stdout_console
+from calipers.cli.options import html_option
 from calipers.data.source import SampleSet, open_samples
 from calipers.errors import GateFailed, InputError
 from calipers.report import terminal_compare, terminal_objective
@@ -170,13 +171,7 @@ def compare_objective_runs(
     help="Exit 3 on REGRESS (no-regress), unless PROGRESS (ship), or never (none).",
 )
 @click.option("--json", "json_out", default=None, metavar="PATH|-", help="Write the JSON report.")
-@click.option(
-    "--html",
-    "html_out",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="Write a self-contained HTML report.",
-)
+@html_option
 @click.option("-q", "--quiet", is_flag=True, help="No terminal output.")
 @db_option
 def compare_command(

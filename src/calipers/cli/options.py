@@ -1,8 +1,10 @@
-"""Options shared by several commands: judges (`run`, `grade`) and executors (`run`, `check`)."""
+"""Options shared by several commands: judges (`run`, `grade`), executors (`run`, `check`) and
+the HTML report (`score`, `leaderboard`, `compare`, `check`, `report`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -54,3 +56,15 @@ def judging_from(
         kind=kind, repeats=repeat, debias_length=not no_debias,
         cache_dir=Path(".calipers") / "judge-cache",
     )  # fmt: skip
+
+
+def html_option(func: Any) -> Any:
+    """`--html PATH` (parameter `html_out`): the result as one self-contained HTML page."""
+    return click.option(
+        "--html",
+        "html_out",
+        type=click.Path(path_type=Path, dir_okay=False),
+        default=None,
+        metavar="PATH",
+        help="Write the report as one self-contained HTML page.",
+    )(func)

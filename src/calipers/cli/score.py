@@ -10,6 +10,7 @@ import click
 from calipers.cli.compare import comparison_options, scheme_options
 from calipers.cli.data import print_warnings
 from calipers.cli.main import cli, db_option, stdout_console
+from calipers.cli.options import html_option
 from calipers.data.history import history_series, record_history
 from calipers.data.source import open_samples
 from calipers.errors import InputError
@@ -39,21 +40,11 @@ def score_samples(
     return get_scheme(scheme).score(samples, **options)
 
 
-def html_option(func: Any) -> Any:
-    return click.option(
-        "--html",
-        type=click.Path(path_type=Path),
-        default=None,
-        metavar="PATH",
-        help="Write the report as one self-contained HTML page.",
-    )(func)
-
-
-def write_reports(report: dict[str, Any], *, json_out: str | None, html: Path | None) -> None:
+def write_reports(report: dict[str, Any], *, json_out: str | None, html_out: Path | None) -> None:
     if json_out:
         write_json(report, json_out)
-    if html:
-        write_score_page(report, html)
+    if html_out:
+        write_score_page(report, html_out)
 
 
 def rubric_options(func: Any) -> Any:
@@ -140,7 +131,7 @@ def score(
     rubric: Path | None,
     no_history: bool,
     json_out: str | None,
-    html: Path | None,
+    html_out: Path | None,
     quiet: bool,
     db: Path,
 ) -> None:
@@ -153,7 +144,7 @@ def score(
             file, db=db, run=run, rubric=rubric, history=not no_history,
             options={"confidence_level": confidence, "n_resamples": n_resamples, "seed": seed},
         )  # fmt: skip
-        write_reports(rubric_result.to_dict(), json_out=json_out, html=html)
+        write_reports(rubric_result.to_dict(), json_out=json_out, html_out=html_out)
         if not quiet and json_out != "-":
             terminal_rubric.rubric_report(rubric_result, stdout_console())
         return
@@ -168,7 +159,7 @@ def score(
     if scheme == "robustness":
         options = {"confidence_level": confidence, "n_resamples": n_resamples, "seed": seed}
     result = score_samples(file, db=db, scheme=scheme, run=run, options=options)
-    write_reports(result.to_dict(), json_out=json_out, html=html)
+    write_reports(result.to_dict(), json_out=json_out, html_out=html_out)
     if quiet or json_out == "-":
         return
     console = stdout_console()
@@ -199,7 +190,7 @@ def leaderboard(
     scheme: str,
     z: float | None,
     json_out: str | None,
-    html: Path | None,
+    html_out: Path | None,
     quiet: bool,
     db: Path,
 ) -> None:
@@ -208,7 +199,7 @@ def leaderboard(
         raise InputError(f"leaderboard supports --scheme reasonscore, not '{scheme}'")
     options = {k: v for k, v in {"z": z}.items() if v is not None}
     result = score_samples(file, db=db, scheme=scheme, run=None, options=options)
-    write_reports(result.to_dict(), json_out=json_out, html=html)
+    write_reports(result.to_dict(), json_out=json_out, html_out=html_out)
     if not quiet and json_out != "-":
         assert isinstance(result, ReasonScoreResult)
         terminal.reasonscore_leaderboard(result, stdout_console())
