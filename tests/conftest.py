@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 from calipers.data.model import FIELDS, duckdb_columns
-from calipers.data.source import SampleSet
+from calipers.data.sampleset import SampleSet
 
 MakeSamples = Callable[[Iterable[dict[str, Any]]], SampleSet]
 
@@ -37,7 +37,7 @@ def make_samples() -> MakeSamples:
     return sample_set
 
 
-# Every JSON report the suite writes (through calipers.report.json_report, the one writer behind
+# Every JSON report the suite writes (through calipers.render.json_report, the one writer behind
 # every --json) is validated against its published schema; an invalid one fails the test that
 # wrote it. The count is printed at the end of the run.
 _SCHEMAS: dict[str, Any] = {}
@@ -59,7 +59,7 @@ def _schema(kind: str) -> Any:
     if kind not in _SCHEMAS:
         from importlib import resources
 
-        text = resources.files("calipers.report.schemas").joinpath(f"{kind}.schema.json")
+        text = resources.files("calipers.render.schemas").joinpath(f"{kind}.schema.json")
         _SCHEMAS[kind] = json.loads(text.read_text(encoding="utf-8"))
     return _SCHEMAS[kind]
 
@@ -68,7 +68,7 @@ def _schema(kind: str) -> Any:
 def _reports_match_their_schemas(monkeypatch: pytest.MonkeyPatch) -> Any:
     import jsonschema
 
-    from calipers.report import json_report
+    from calipers.render import json_report
 
     original = json_report.dumps
     problems: list[str] = []

@@ -5,8 +5,8 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from calipers.grading.rubric_file import DIMENSIONS, load_rubric
-from calipers.schemes.rubric import Evaluation, evaluate
+from calipers.schemes.rubric.definition import DIMENSIONS, load_rubric
+from calipers.schemes.rubric.scoring import Evaluation, evaluate
 
 
 def judgments(

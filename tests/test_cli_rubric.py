@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 from calipers.cli.main import main
-from calipers.grading.rubric_file import DIMENSIONS
+from calipers.schemes.rubric.definition import DIMENSIONS
 from rubric_data import rubric_row
 
 

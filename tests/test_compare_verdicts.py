@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from statsmodels.stats.multivariate import test_mvmean as hotelling_reference
 
+import calipers
 from calipers.stats import minimum_detectable_effect, paired_bootstrap
-from calipers.verdicts.compare import CompareResult, compare
+from calipers.verdicts.compare import CompareResult
 from calipers.verdicts.gates import Verdict
 from conftest import MakeSamples
 from layered_data import row
@@ -22,8 +23,8 @@ FAST = {"n_resamples": 2000}
 def run_compare(
     make_samples: MakeSamples, rows: list[dict[str, Any]], treatments: tuple[str, ...] = ("t",)
 ) -> CompareResult:
-    return compare(
-        make_samples(rows), scheme="layered", control="c", treatments=list(treatments), **FAST
+    return calipers.compare(
+        make_samples(rows), "layered", baseline="c", candidates=list(treatments), **FAST
     )
 
 
@@ -189,8 +190,8 @@ def test_swapping_control_and_treatment_negates_every_difference(
             rows.append(row("c", i, epoch=e, fact=(int(rng.integers(0, 5)), 4), judge=3.0))
             rows.append(row("t", i, epoch=e, fact=(int(rng.integers(1, 5)), 4), judge=4.0))
     samples = make_samples(rows)
-    ab = compare(samples, scheme="layered", control="c", treatments=["t"], **FAST).pairs[0]
-    ba = compare(samples, scheme="layered", control="t", treatments=["c"], **FAST).pairs[0]
+    ab = calipers.compare(samples, "layered", baseline="c", candidates=["t"], **FAST).pairs[0]
+    ba = calipers.compare(samples, "layered", baseline="t", candidates=["c"], **FAST).pairs[0]
     for name in ("fact", "judge"):
         d1, d2 = ab.comparison.components[name], ba.comparison.components[name]
         assert d1.estimate == pytest.approx(-d2.estimate)  # type: ignore[operator]
@@ -208,8 +209,8 @@ def test_several_treatments_split_alpha_and_roll_up_to_the_worst(
         rows.append(row("c", i, fact=(4, 5), judge=4.0))
         rows.append(row("good", i, fact=(5, 5) if i % 2 else (4, 5), judge=4.0))
         rows.append(row("bad", i, fact=(3, 5) if i % 2 else (4, 5), judge=4.0))
-    result = compare(
-        make_samples(rows), scheme="layered", control="c", treatments=["good", "bad"], **FAST
+    result = calipers.compare(
+        make_samples(rows), "layered", baseline="c", candidates=["good", "bad"], **FAST
     )
     assert [p.decision.verdict for p in result.pairs] == [Verdict.PROGRESS, Verdict.REGRESS]
     assert result.verdict is Verdict.REGRESS and "worst of 2 pairs" in result.reason
@@ -247,8 +248,8 @@ def test_monte_carlo_note_when_a_bound_is_at_zero(make_samples: MakeSamples) -> 
     for i in range(40):
         rows.append(row("c", i, judge=3.0))
         rows.append(row("t", i, judge=4.0 if i < 3 else 3.0))  # 3 of 40 up: low bound ≈ 0
-    result = compare(
-        make_samples(rows), scheme="layered", control="c", treatments=["t"], n_resamples=500
+    result = calipers.compare(
+        make_samples(rows), "layered", baseline="c", candidates=["t"], n_resamples=500
     )
     pair = result.pairs[0].comparison
     assert pair.composite.interval is not None

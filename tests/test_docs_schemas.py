@@ -11,7 +11,7 @@ DOCS = Path(__file__).parent.parent / "docs" / "schemas"
 def test_docs_schemas_are_the_packaged_ones() -> None:
     packaged = {
         p.name: p.read_text(encoding="utf-8")
-        for p in resources.files("calipers.report.schemas").iterdir()
+        for p in resources.files("calipers.render.schemas").iterdir()
         if p.name.endswith(".schema.json")
     }
     packaged["sample.schema.json"] = (

@@ -21,7 +21,7 @@ from calipers.grading.judges import (
     judge_sample,
     parse_reply,
 )
-from calipers.grading.rubric_file import DIMENSIONS, load_rubric
+from calipers.schemes.rubric.definition import DIMENSIONS, load_rubric
 from judge_server import judge_server
 
 KEY = "sk-test-0123456789abcdef"

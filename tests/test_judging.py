@@ -45,7 +45,7 @@ def suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def run_schema() -> dict[str, Any]:
     from importlib import resources
 
-    text = resources.files("calipers.report.schemas").joinpath("run.schema.json").read_text()
+    text = resources.files("calipers.render.schemas").joinpath("run.schema.json").read_text()
     schema: dict[str, Any] = json.loads(text)
     return schema
 

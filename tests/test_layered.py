@@ -8,7 +8,7 @@ import pytest
 
 from calipers.errors import InputError
 from calipers.schemes import get_scheme
-from calipers.schemes.layered import parse_weights, stage_layers
+from calipers.schemes.layered.scoring import parse_weights, stage_layers
 from calipers.stats import mean_bootstrap
 from conftest import MakeSamples
 from layered_data import row
@@ -190,7 +190,7 @@ def test_metric_scheme_is_the_mean_with_a_clustered_bootstrap(make_samples: Make
 
 def test_metric_needs_a_name_that_exists(make_samples: MakeSamples) -> None:
     samples = make_samples([{"run": "m", "task": "t", "sample_id": "s", "scores": {"f1": 1.0}}])
-    with pytest.raises(InputError, match="needs --metric"):
+    with pytest.raises(InputError, match="needs `metric`"):
         get_scheme("metric").score(samples)
     with pytest.raises(InputError, match=r"no sample .* has the metric 'bleu'") as err:
         get_scheme("metric").score(samples, metric="bleu")

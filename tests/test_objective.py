@@ -13,8 +13,8 @@ from scipy import stats
 
 from calipers.errors import DataError, InputError
 from calipers.schemes import get_scheme
-from calipers.schemes.objective import ObjectiveResult, TaskScore, cost_adjustment
-from calipers.verdicts.objective import (
+from calipers.schemes.objective.scoring import ObjectiveResult, TaskScore, cost_adjustment
+from calipers.schemes.objective.verdict import (
     ObjectiveVerdict,
     Settings,
     compare_objective,

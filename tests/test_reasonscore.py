@@ -12,7 +12,7 @@ from statsmodels.stats.proportion import proportion_confint
 
 from calipers.errors import DataError, InputError
 from calipers.schemes import get_scheme
-from calipers.schemes.reasonscore import ReasonScoreResult
+from calipers.schemes.reasonscore.scoring import ReasonScoreResult
 
 
 def wilson_ref(successes: float, trials: float, z: float = 1.96) -> tuple[float, float]:
@@ -202,7 +202,7 @@ def test_pareto_frontier_is_the_non_dominated_runs(seed: int) -> None:
     score beats every run with fewer tokens, or equals the best with exactly the same point."""
     import numpy as np
 
-    from calipers.schemes.reasonscore import RunScore
+    from calipers.schemes.reasonscore.scoring import RunScore
 
     rng = np.random.default_rng(seed)
     result = ReasonScoreResult(scheme="reasonscore", parameters={}, origin="t")

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from kelvin import scorer as kelvin_scorer
 
-from calipers.running.decision import distance
+from calipers.data.decision import distance
 from calipers.schemes import get_scheme
-from calipers.schemes.robustness import CaseResult, RobustnessResult, calibrate
+from calipers.schemes.robustness.scoring import CaseResult, RobustnessResult, calibrate
 from calipers.stats import mean_bootstrap
 from conftest import MakeSamples
 from test_check import check, project, report

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from calipers.errors import InputError
-from calipers.grading.rubric_file import DIMENSIONS, load_rubric
 from calipers.schemes import get_scheme
-from calipers.schemes.rubric import GRADES, RubricResult, grade_for
+from calipers.schemes.rubric.definition import DIMENSIONS, load_rubric
+from calipers.schemes.rubric.scoring import GRADES, RubricResult, grade_for
 from conftest import MakeSamples
 from rubric_data import evaluation, judgments, rubric_row
 

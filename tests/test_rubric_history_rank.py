@@ -10,9 +10,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from calipers.data.history import record_history
-from calipers.grading.rubric_file import DIMENSIONS
-from calipers.verdicts.rank import TIE_BREAKS, rank, rank_task
+from calipers.schemes.rubric.definition import DIMENSIONS
+from calipers.schemes.rubric.history import record_history
+from calipers.schemes.rubric.rank import TIE_BREAKS, rank, rank_task
 from rubric_data import evaluation
 
 
@@ -149,7 +149,7 @@ def test_final_score_orders_first_and_tasks_rank_separately() -> None:
 def test_the_reported_band_is_the_one_the_flags_use(tmp_path: Path) -> None:
     """history_series' band per evaluation (what the HTML page draws) flags exactly the
     dimensions record_history flagged, and equals mean and SD of the 10 before, by hand."""
-    from calipers.data.history import history_series
+    from calipers.schemes.rubric.history import history_series
 
     db = tmp_path / "h.duckdb"
     values = ["7", "8", "9", "7.5", "8.5", "6", "9.5", "8", "7", "8", "7.5", "8.5", "3", "8"]

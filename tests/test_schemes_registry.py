@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from calipers.cli.main import main
-from calipers.data.source import SampleSet
+from calipers.data.sampleset import SampleSet
 from calipers.errors import InputError
 from calipers.schemes import Scheme, SchemeResult, available, get_scheme, registry
 

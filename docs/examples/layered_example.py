@@ -49,15 +49,15 @@ def samples() -> list[dict[str, object]]:
 def render() -> str:
     from rich.console import Console
 
-    from calipers.data.source import open_samples
-    from calipers.report.terminal_compare import comparison
-    from calipers.verdicts.compare import compare
+    import calipers
+    from calipers.schemes import get_scheme
 
-    result = compare(
-        open_samples(DATA), scheme="layered", control="prompt-v1", treatments=["prompt-v2"]
-    )
+    with calipers.open(DATA) as samples:
+        result = calipers.compare(
+            samples, "layered", baseline="prompt-v1", candidates=["prompt-v2"]
+        )
     console = Console(width=100, record=True, no_color=True, file=io.StringIO())
-    comparison(result, console)
+    get_scheme("layered").compare_terminal(result, console)
     text = console.export_text()
     lines = [line.rstrip() for line in text.splitlines()]
     return "```text\n" + "\n".join(lines) + "\n```\n"

@@ -60,13 +60,12 @@ def samples() -> list[dict[str, object]]:
 def render() -> str:
     from rich.console import Console
 
-    from calipers.data.source import open_samples
-    from calipers.report.terminal_objective import comparison
-    from calipers.verdicts.objective import compare_objective
+    import calipers
+    from calipers.schemes.objective.terminal import comparison
 
-    data = open_samples(DATA)
-    result = compare_objective(
-        data, baseline="prompt-v1", candidate="prompt-v2", n_resamples=2000, seed=7
+    data = calipers.open(DATA)
+    result = calipers.compare(
+        data, "objective", baseline="prompt-v1", candidates=["prompt-v2"], n_resamples=2000, seed=7
     )
     console = Console(width=100, record=True, no_color=True, file=io.StringIO())
     for run in ("prompt-v1", "prompt-v2"):
@@ -81,11 +80,12 @@ def render() -> str:
     comparison(result, console)
     console.print()
     comparison(
-        compare_objective(
-            data, baseline="prompt-v1", candidate="prompt-v3", n_resamples=2000, seed=7
+        calipers.compare(
+            data, "objective", baseline="prompt-v1", candidates=["prompt-v3"], n_resamples=2000,
+            seed=7,
         ),
         console,
-    )
+    )  # fmt: skip
     lines = [line.rstrip() for line in console.export_text().splitlines()]
     return "```text\n" + "\n".join(lines) + "\n```\n"
 

@@ -73,11 +73,10 @@ def write() -> None:
 
 
 def render() -> str:
-    from calipers.data.source import open_samples
-    from calipers.schemes import get_scheme
+    import calipers
     from calipers.schemes.reasonscore import ReasonScoreResult
 
-    result = get_scheme("reasonscore").score(open_samples(DATA, db=Path("unused.duckdb")))
+    result = calipers.score(DATA, "reasonscore")
     assert isinstance(result, ReasonScoreResult)
     out = [
         "| run | tier | task | point | n | correct | Σguess | adj_s | adj_n | center | margin "

@@ -19,12 +19,11 @@ EXPERIMENT = (
 def render() -> str:
     from rich.console import Console
 
-    from calipers.data.source import open_samples
-    from calipers.report.terminal_robustness import case_table, run_summary
-    from calipers.schemes import get_scheme
+    import calipers
     from calipers.schemes.robustness import RobustnessResult
+    from calipers.schemes.robustness.terminal import case_table, run_summary
 
-    result = get_scheme("robustness").score(open_samples(EXPERIMENT), n_resamples=10_000, seed=7)
+    result = calipers.score(EXPERIMENT, "robustness", n_resamples=10_000, seed=7)
     assert isinstance(result, RobustnessResult)
     run = result.runs["pillar2_decomposition_demo"]
     console = Console(width=100, record=True, no_color=True, file=io.StringIO())

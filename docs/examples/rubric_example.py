@@ -58,13 +58,12 @@ def samples() -> list[dict[str, object]]:
 def render() -> str:
     from rich.console import Console
 
-    from calipers.data.source import open_samples
-    from calipers.report.terminal_rubric import breakdown, ranking
-    from calipers.schemes import get_scheme
+    import calipers
     from calipers.schemes.rubric import RubricResult
-    from calipers.verdicts.rank import rank
+    from calipers.schemes.rubric.rank import rank
+    from calipers.schemes.rubric.terminal import breakdown, ranking
 
-    result = get_scheme("rubric").score(open_samples(DATA), rubric=RUBRIC)
+    result = calipers.score(DATA, "rubric", rubric=RUBRIC)
     assert isinstance(result, RubricResult)
     console = Console(width=100, record=True, no_color=True, file=io.StringIO())
     for e in result.evaluations:

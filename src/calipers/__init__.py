@@ -1,28 +1,53 @@
-"""calipers: the measurement layer for LLM and agent evaluations."""
+"""calipers: the measurement layer for LLM and agent evaluations.
+
+    import calipers
+
+    with calipers.open("results.jsonl") as samples:          # or a DataFrame, or db=...
+        calipers.score(samples, "reasonscore").to_frame("task")
+        calipers.compare(samples, "metric", baseline="a", candidates=["b"], metric="accuracy")
+
+The names below are loaded on first use, so `import calipers` stays cheap.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from calipers.version import __version__
 
 if TYPE_CHECKING:
-    import pyarrow as pa
+    from calipers.api import Samples, compare, load, open, schemes, score
+    from calipers.errors import CalipersError, DataError, GateFailed, InputError, ValidationError
 
-__version__ = "0.1.0"
-__all__ = ["__version__", "load"]
+__all__ = [
+    "CalipersError",
+    "DataError",
+    "GateFailed",
+    "InputError",
+    "Samples",
+    "ValidationError",
+    "__version__",
+    "compare",
+    "load",
+    "open",
+    "schemes",
+    "score",
+]
+_API = {"Samples", "compare", "load", "open", "schemes", "score"}
+_ERRORS = {"CalipersError", "DataError", "GateFailed", "InputError", "ValidationError"}
 
 
-def load(path_or_store: str | Path | object, *, run: str | None = None) -> pa.Table:
-    """Samples as a pyarrow Table (`.to_pandas()`, `polars.from_arrow(...)`).
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        from calipers import api
 
-    Accepts a sample file (JSON Lines, CSV, Parquet), a store file (`.duckdb`) or a `Store`.
-    """
-    from calipers.data.source import open_samples
-    from calipers.data.store import Store
+        return getattr(api, name)
+    if name in _ERRORS:
+        from calipers import errors
 
-    if isinstance(path_or_store, Store):
-        return path_or_store.samples([run] if run else None).to_arrow()
-    path = Path(str(path_or_store))
-    if path.suffix in (".duckdb", ".db"):
-        return open_samples(None, db=path, run=run).to_arrow()
-    return open_samples(path, run=run).to_arrow()
+        return getattr(errors, name)
+    raise AttributeError(f"module 'calipers' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

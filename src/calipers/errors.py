@@ -64,10 +64,18 @@ class CalipersError(Exception):
 
     exit_code = EXIT_INPUT
 
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, hint: str | None = None, parameters: list[str] | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        # The library's parameters the error is about, written `name` (in backticks) in the
+        # message and hint; the command line shows its flag for each instead (`--name`).
+        self.parameters = list(parameters or [])
+
+    def __str__(self) -> str:
+        return self.message if self.hint is None else f"{self.message} ({self.hint})"
 
 
 class InputError(CalipersError, ValueError):

@@ -12,14 +12,14 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from calipers.cli.main import cli, db_option, quiet_option, stderr_console, stdout_console
-from calipers.cli.options import executor_options, html_option
+from calipers.cli.main import cli, stderr_console, stdout_console
+from calipers.cli.options import db_option, executor_options, html_option, is_quiet, quiet_option
 from calipers.errors import InputError
-from calipers.report import terminal_robustness
-from calipers.report.json_report import write_json
+from calipers.render.json_report import write_json
 from calipers.running.check import CheckOptions, CheckRun, run_check
 from calipers.running.executor import default_workers
 from calipers.running.kelvin_config import load_kelvin_config
+from calipers.schemes.robustness import terminal as terminal_robustness
 
 CONFIG_NAMES = ("kelvin.yaml", "calipers.yaml")
 
@@ -72,7 +72,7 @@ def store_rows(run: CheckRun, db: Path) -> int:
 @click.option("--json", "json_out", default=None, metavar="PATH|-", help="Write the JSON report.")
 @html_option
 @executor_options
-@click.option("-q", "--quiet", is_flag=True, help="No terminal output.")
+@quiet_option
 @db_option
 def check(
     config: Path | None,
@@ -87,7 +87,6 @@ def check(
     html_out: Path | None,
     executor: str,
     ray_address: str | None,
-    quiet: bool,
     db: Path,
 ) -> None:
     """Perturb each case (reorder, pad, swap, as kelvin) and measure whether the pipeline's
@@ -101,7 +100,7 @@ def check(
         stderr_console().print(f"[yellow]warning:[/] {escape(warning)}")
     options = CheckOptions(
         only=only, seed=seed, workers=jobs, use_cache=not no_cache, out=out,
-        run_name=run_name or "check", progress=None if not quiet else False,
+        run_name=run_name or "check", progress=None if not is_quiet() else False,
         executor="ray" if executor == "ray" else "local", ray_address=ray_address,
     )  # fmt: skip
     result = run_check(cfg, options)
@@ -109,12 +108,12 @@ def check(
     if json_out:
         write_json(json.loads((result.out / "report.json").read_text()), json_out)
     if html_out is not None:
-        from calipers.report.html.pages import write_check_page
+        from calipers.report.check_page import write_check_page
 
         write_check_page(result.out, html_out, diagnostic=terminal_robustness.diagnostic(
             result.result, cfg.decision_field, list(cfg.governing_types)
         ))  # fmt: skip
-    if quiet or json_out == "-":
+    if is_quiet() or json_out == "-":
         return
     console = stdout_console()
     terminal_robustness.run_summary(

@@ -8,9 +8,11 @@ from importlib import resources
 from pathlib import Path
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
-from calipers.cli.main import cli, db_option, quiet_option, stderr_console, stdout_console
+from calipers.cli.main import cli, stderr_console, stdout_console
+from calipers.cli.options import db_option, quiet_option
 from calipers.data.adapters import ADAPTERS
 from calipers.data.store import Store, describe_runs
 from calipers.errors import InputError
@@ -19,7 +21,7 @@ from calipers.errors import InputError
 def print_warnings(warnings: list[str]) -> None:
     err = stderr_console()
     for w in warnings:
-        err.print(f"[yellow]warning:[/] {w}", markup=True, highlight=False)
+        err.print(f"[yellow]warning:[/] {escape(w)}", markup=True, highlight=False)
 
 
 @cli.command("import")
@@ -52,6 +54,7 @@ def import_(files: tuple[Path, ...], run: str | None, fmt: str, db: Path) -> Non
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@quiet_option
 @db_option
 def runs(as_json: bool, db: Path) -> None:
     """List the runs in the store with their sample counts."""
@@ -108,16 +111,17 @@ def export(out: Path, fmt: str | None, runs_: tuple[str, ...], db: Path) -> None
     help="Print the schema of a JSON report instead: a scheme (reasonscore, layered, metric, "
     "rubric, objective, robustness), compare, objective-compare, check, rank, run or store.",
 )
+@quiet_option
 def schema(report: str | None) -> None:
     """Print the JSON Schema of one sample (or of a scheme's JSON report)."""
     if report is None:
         text = resources.files("calipers.data").joinpath("sample.schema.json").read_text("utf-8")
     else:
-        found = resources.files("calipers.report.schemas").joinpath(f"{report}.schema.json")
+        found = resources.files("calipers.render.schemas").joinpath(f"{report}.schema.json")
         if not found.is_file():
             kinds = sorted(
                 p.name.removesuffix(".schema.json")
-                for p in resources.files("calipers.report.schemas").iterdir()
+                for p in resources.files("calipers.render.schemas").iterdir()
                 if p.name.endswith(".schema.json")
             )
             raise InputError(f"no report schema for '{report}'", hint=f"Kinds: {', '.join(kinds)}.")

@@ -12,16 +12,16 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from calipers import api
 from calipers.cli.check import scaffold_project
-from calipers.cli.main import cli, quiet_option, stdout_console
-from calipers.data.source import open_samples
+from calipers.cli.main import cli, stdout_console
+from calipers.cli.options import quiet_option
 from calipers.data.store import Store
 from calipers.demo.synthetic import DEMO_SEED, generate_samples, write_jsonl
 from calipers.grading.judges import CommandJudge
-from calipers.report import terminal, terminal_compare, terminal_objective, terminal_robustness
-from calipers.report.html import write_html
-from calipers.report.html.pages import write_check_page, write_page
-from calipers.report.html.score_pages import store_page
+from calipers.render.html import write_html
+from calipers.report.check_page import write_check_page
+from calipers.report.score_pages import store_page
 from calipers.report.store_report import store_report
 from calipers.running.check import CheckOptions, run_check
 from calipers.running.judging import JudgeOptions
@@ -29,9 +29,9 @@ from calipers.running.kelvin_config import load_kelvin_config
 from calipers.running.run_suite import RunOptions, run_suite
 from calipers.running.suite import load_suite
 from calipers.schemes import get_scheme
-from calipers.schemes.reasonscore import ReasonScoreResult
-from calipers.verdicts.compare import CompareResult, compare
-from calipers.verdicts.objective import compare_objective
+from calipers.schemes.robustness import terminal as terminal_robustness
+from calipers.verdicts.compare import CompareResult
+from calipers.workspace import DEMO_DIR
 
 # Two variants of one model family: the larger one gains on facts and the judge, but its judge
 # layer still misses the 3.5 gate, which the verdict reports instead of hiding in the composite.
@@ -44,7 +44,7 @@ DEMO_TREATMENT = "atlas-large"
     "--dir",
     "directory",
     type=click.Path(path_type=Path, file_okay=False),
-    default=Path(".calipers") / "demo",
+    default=DEMO_DIR,
     show_default=True,
     help="Where the demo data and store go.",
 )
@@ -67,18 +67,15 @@ def demo(directory: Path, seed: int) -> None:
     with Store(db) as store:
         summary = store.import_files([data])
     console.print(f"Imported {summary.samples:,} samples into {db}")
-    result = get_scheme("reasonscore").score(open_samples(None, db=db))
-    assert isinstance(result, ReasonScoreResult)
-    terminal.reasonscore_leaderboard(result, console)
-    console.print()
-    console.print(f"[bold]Layered comparison[/]: {DEMO_CONTROL} (control) → {DEMO_TREATMENT}")
-    comparison = compare(
-        open_samples(None, db=db),
-        scheme="layered",
-        control=DEMO_CONTROL,
-        treatments=[DEMO_TREATMENT],
-    )
-    terminal_compare.comparison(comparison, console)
+    layered_scheme = get_scheme("layered")
+    with api.open(db=db) as samples:
+        get_scheme("reasonscore").terminal(api.score(samples, "reasonscore"), console)
+        console.print()
+        console.print(f"[bold]Layered comparison[/]: {DEMO_CONTROL} (control) → {DEMO_TREATMENT}")
+        comparison = api.compare(
+            samples, "layered", baseline=DEMO_CONTROL, candidates=[DEMO_TREATMENT]
+        )
+    layered_scheme.compare_terminal(comparison, console)
     console.print()
     check_dir = directory / "check"
     console.print(
@@ -96,7 +93,7 @@ def demo(directory: Path, seed: int) -> None:
     console.print()
     layered = demo_suite_run(directory, db, console)
     html = directory / "compare.html"
-    write_page("compare", layered.to_dict(), html)
+    write_html(layered_scheme.compare_page(layered.to_dict()), html)
     check_html = directory / "check.html"
     write_check_page(checked.out, check_html, diagnostic=terminal_robustness.diagnostic(
         checked.result, checked.config.decision_field, list(checked.config.governing_types)
@@ -149,14 +146,16 @@ def demo_suite_run(directory: Path, db: Path, console: Console) -> CompareResult
             f"{result.judged} judged → {db}",
             highlight=False,
         )
-    samples = open_samples(None, db=db)
     console.print("[bold]Layered comparison[/]: assistant-v1 (control) → assistant-v2")
-    layered = compare(
-        samples, scheme="layered", control="assistant-v1", treatments=["assistant-v2"]
-    )
-    terminal_compare.comparison(layered, console)
+    with api.open(db=db) as samples:
+        layered = api.compare(
+            samples, "layered", baseline="assistant-v1", candidates=["assistant-v2"]
+        )
+        objective = api.compare(
+            samples, "objective", baseline="assistant-v1", candidates=["assistant-v2"]
+        )
+    get_scheme("layered").compare_terminal(layered, console)
     console.print("[bold]Objective gate[/]: assistant-v2 against assistant-v1, cost included")
-    terminal_objective.comparison(
-        compare_objective(samples, baseline="assistant-v1", candidate="assistant-v2"), console
-    )
+    get_scheme("objective").compare_terminal(objective, console)
+    assert isinstance(layered, CompareResult)
     return layered

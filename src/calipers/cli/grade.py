@@ -8,8 +8,15 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from calipers.cli.main import cli, db_option, stdout_console
-from calipers.cli.options import executor_options, judge_options, judging_from
+from calipers.cli.main import cli, stdout_console
+from calipers.cli.options import (
+    db_option,
+    executor_options,
+    is_quiet,
+    judge_options,
+    judging_from,
+    quiet_option,
+)
 from calipers.errors import DataError, InputError
 from calipers.grading.grade import grade_file, grade_store
 from calipers.running.judging import JudgeOptions
@@ -30,13 +37,13 @@ from calipers.running.judging import JudgeOptions
 )
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Judge calls at once.")
 @executor_options
-@click.option("-q", "--quiet", is_flag=True, help="No terminal output.")
+@quiet_option
 @db_option
 def grade(
     file: Path | None, out: Path | None, run: str | None, judges: tuple[str, ...],
     judge_base_url: str | None, judge_key_env: str, judge_kind: str, judge_repeat: int,
     no_debias_length: bool, rubric: Path | None, jobs: int | None, executor: str,
-    ray_address: str | None, quiet: bool, db: Path,
+    ray_address: str | None, db: Path,
 ) -> None:  # fmt: skip
     """Evaluate the assertion specs of FILE into OUT, or of the store in place; with --judge,
     judge the store's outputs (again).
@@ -56,7 +63,7 @@ def grade(
         judge_store_command(
             db, run, judging_from(judges, judge_base_url, judge_key_env, judge_kind,
                                   judge_repeat, no_debias_length),
-            rubric=rubric, jobs=jobs, executor=executor, ray_address=ray_address, quiet=quiet,
+            rubric=rubric, jobs=jobs, executor=executor, ray_address=ray_address, quiet=is_quiet(),
         )  # fmt: skip
         return
     if rubric is not None:
@@ -73,7 +80,7 @@ def grade(
             raise InputError("-o is for grading a FILE; the store is graded in place")
         summary = grade_store(db, run=run)
         where = str(db)
-    if not quiet:
+    if not is_quiet():
         stdout_console().print(
             f"Graded {summary.assertions:,} assertion(s) on {summary.samples:,} sample(s): "
             f"{summary.passed:,} passed → {where}"

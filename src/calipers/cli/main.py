@@ -12,16 +12,13 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from pathlib import Path
-from typing import Any
 
 import click
 from rich.console import Console
 
-from calipers import __version__
 from calipers.errors import EXIT_INPUT, CalipersError
+from calipers.version import __version__
 
-DEFAULT_DB = Path(".calipers") / "calipers.duckdb"
 # command → the module under calipers.cli that defines it
 COMMANDS = {
     "import": "data", "runs": "data", "export": "data", "schema": "data",
@@ -58,45 +55,12 @@ def cli() -> None:
     """
 
 
-def db_option(func: Any) -> Any:
-    """The `--db PATH` option shared by every command that touches the store."""
-    return click.option(
-        "--db",
-        type=click.Path(path_type=Path, dir_okay=False),
-        default=DEFAULT_DB,
-        envvar="CALIPERS_DB",
-        show_default=True,
-        help="The store: an embedded DuckDB file.",
-    )(func)
-
-
-def quiet_option(func: Any) -> Any:
-    """`-q/--quiet` for commands whose only stdout is a summary: it silences `stdout_console()`
-    for the rest of the command (errors and warnings still go to stderr)."""
-
-    def silence(ctx: click.Context, _: click.Parameter, value: bool) -> bool:
-        if value:
-            ctx.meta[_QUIET] = True
-        return value
-
-    return click.option(
-        "-q",
-        "--quiet",
-        is_flag=True,
-        expose_value=False,
-        callback=silence,
-        help="Print nothing on stdout (errors and warnings still go to stderr).",
-    )(func)
-
-
-_QUIET = "calipers.quiet"
-
-
 def stdout_console() -> Console:
     """The console for results. NO_COLOR drops colour (styles such as bold stay), and it is
     silent when the command was given --quiet through `quiet_option`."""
-    context = click.get_current_context(silent=True)
-    quiet = bool(context and context.meta.get(_QUIET))
+    from calipers.cli.options import is_quiet
+
+    quiet = is_quiet()
     return Console(no_color="NO_COLOR" in os.environ or None, highlight=False, quiet=quiet)
 
 
@@ -119,9 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cli.main(args=argv, prog_name="calipers", standalone_mode=False)
     except CalipersError as exc:
-        err.print(f"[bold red]error:[/] {_escape(exc.message)}")
-        if exc.hint:
-            err.print(f"[dim]hint:[/] {_escape(exc.hint)}")
+        message, hint = _in_flags(exc)
+        err.print(f"[bold red]error:[/] {_escape(message)}")
+        if hint:
+            err.print(f"[dim]hint:[/] {_escape(hint)}")
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return int(exc.exit_code or 0)
@@ -133,6 +98,18 @@ def main(argv: list[str] | None = None) -> int:
         err.print("aborted")
         return 130
     return 0
+
+
+def _in_flags(exc: CalipersError) -> tuple[str, str | None]:
+    """The library names its parameters (`confidence_level`); the command line shows the flags
+    that set them (--confidence)."""
+    from calipers.cli.options import flag_for
+
+    message, hint = exc.message, exc.hint
+    for name in exc.parameters:
+        message = message.replace(f"`{name}`", flag_for(name))
+        hint = hint.replace(f"`{name}`", flag_for(name)) if hint else hint
+    return message, hint
 
 
 def _escape(text: str) -> str:

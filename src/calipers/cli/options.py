@@ -1,61 +1,93 @@
-"""Options shared by several commands: judges (`run`, `grade`), executors (`run`, `check`) and
-the HTML report (`score`, `leaderboard`, `compare`, `check`, `report`)."""
+"""Every option shared by several commands, defined once: the store (`--db`), `-q`, `--json`,
+`--html`, the scheme options of `score` and `compare` (which the chosen scheme's declaration then
+accepts or refuses), judges (`run`, `grade`) and executors (`run`, `check`, `grade`).
+
+A scheme option is passed to the library only when the user gave it, so the scheme's own typed
+options decide the defaults, and an option the scheme does not take is an error naming it."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
 
-from calipers.grading.judges import judges_from_specs
-from calipers.running.judging import JudgeOptions
+from calipers.stats import DEFAULT_SEED
+from calipers.workspace import DEFAULT_DB, JUDGE_CACHE
+
+if TYPE_CHECKING:
+    from calipers.running.judging import JudgeOptions
+
+_QUIET = "calipers.quiet"
+
+# library parameter → the flag that sets it (where the two names differ)
+FLAGS = {
+    "confidence_level": "--confidence",
+    "baseline": "--baseline",
+    "candidates": "--candidate",
+    "history": "--no-history",
+    "config": "--config",
+    "scheme": "--scheme",
+    "source": "FILE",
+    "db": "--db",
+    "detail": "--tasks",
+}
 
 
-def judge_options(func: click.decorators.FC) -> click.decorators.FC:
-    """Judge flags shared by `run` and `grade`."""
-    options = [
-        click.option("--judge", "judges", multiple=True, metavar="SPEC",
-                     help="openai:MODEL or 'command:PROGRAM ARGS' (repeat for an ensemble)."),
-        click.option("--judge-base-url", default=None, help="OpenAI-compatible endpoint URL."),
-        click.option("--judge-key-env", default="OPENAI_API_KEY", show_default=True,
-                     help="Environment variable holding the endpoint's key."),
-        click.option("--judge-kind", type=click.Choice(["overall", "objective"]),
-                     default="overall", show_default=True,
-                     help="overall 1–5 (layered) or objective 0–1; tasks with a rubric use it."),
-        click.option("--judge-repeat", type=click.IntRange(min=1), default=1, show_default=True,
-                     help="Calls per judge and sample (the report gives mean and SD)."),
-        click.option("--no-debias-length", is_flag=True,
-                     help="Leave out the prompt paragraph against rewarding length."),
-    ]  # fmt: skip
+def flag_for(parameter: str) -> str:
+    """The command-line spelling of a library parameter."""
+    return FLAGS.get(parameter, "--" + parameter.replace("_", "-"))
+
+
+def _add(func: Any, options: list[Any]) -> Any:
     for option in reversed(options):
         func = option(func)
     return func
 
 
-def executor_options(func: click.decorators.FC) -> click.decorators.FC:
-    """Where invocations and judge calls run: threads here, or Ray tasks."""
-    options = [
-        click.option("--executor", type=click.Choice(["local", "ray"]), default="local",
-                     show_default=True,
-                     help="local thread pool, or Ray tasks (pip install 'calipers[ray]')."),
-        click.option("--ray-address", default=None, metavar="ADDRESS",
-                     help="Ray cluster to use (default: RAY_ADDRESS, else a private local one)."),
-    ]  # fmt: skip
-    for option in reversed(options):
-        func = option(func)
-    return func
+def db_option(func: Any) -> Any:
+    """`--db PATH`: the store, for every command that touches it."""
+    return click.option(
+        "--db",
+        type=click.Path(path_type=Path, dir_okay=False),
+        default=DEFAULT_DB,
+        envvar="CALIPERS_DB",
+        show_default=True,
+        help="The store: an embedded DuckDB file.",
+    )(func)
 
 
-def judging_from(
-    judges: tuple[str, ...], base_url: str | None, key_env: str, kind: str, repeat: int,
-    no_debias: bool,
-) -> JudgeOptions:  # fmt: skip
-    return JudgeOptions(
-        judges=judges_from_specs(judges, base_url=base_url, api_key_env=key_env),
-        kind=kind, repeats=repeat, debias_length=not no_debias,
-        cache_dir=Path(".calipers") / "judge-cache",
-    )  # fmt: skip
+def quiet_option(func: Any) -> Any:
+    """`-q/--quiet` on every command that prints: it silences `stdout_console()` and progress bars
+    for the rest of the command (errors and warnings still go to stderr)."""
+
+    def silence(ctx: click.Context, _: click.Parameter, value: bool) -> bool:
+        if value:
+            ctx.meta[_QUIET] = True
+        return value
+
+    return click.option(
+        "-q",
+        "--quiet",
+        is_flag=True,
+        expose_value=False,
+        is_eager=True,
+        callback=silence,
+        help="Print nothing on stdout (errors and warnings still go to stderr).",
+    )(func)
+
+
+def is_quiet() -> bool:
+    context = click.get_current_context(silent=True)
+    return bool(context and context.meta.get(_QUIET))
+
+
+def json_option(func: Any) -> Any:
+    """`--json PATH|-` (parameter `json_out`): the JSON report to a file, or stdout for -."""
+    return click.option(
+        "--json", "json_out", default=None, metavar="PATH|-", help="Write the JSON report."
+    )(func)
 
 
 def html_option(func: Any) -> Any:
@@ -68,3 +100,137 @@ def html_option(func: Any) -> Any:
         metavar="PATH",
         help="Write the report as one self-contained HTML page.",
     )(func)
+
+
+# ------------------------------------------------------------------------ scheme options
+
+# click parameter → library option of a scheme (passed only when given on the command line)
+SCHEME_PARAMETERS = {
+    "z": "z",
+    "metric": "metric",
+    "weights": "weights",
+    "standardize": "standardize",
+    "threshold": "threshold",
+    "n_resamples": "n_resamples",
+    "seed": "seed",
+    "confidence": "confidence_level",
+    "rubric": "rubric",
+    "trivial_diff": "trivial_diff",
+    "objective_config": "config",
+    "min_composite_gain": "min_composite_gain",
+    "regression_composite_drop": "regression_composite_drop",
+    "objective_drop_is_regression": "objective_drop_is_regression",
+    "w_obj": "w_obj",
+    "w_judge": "w_judge",
+    "cost_weight": "cost_weight",
+}
+
+
+def given_scheme_options(params: dict[str, Any]) -> dict[str, Any]:
+    """The scheme options the user gave on the command line (or through the environment)."""
+    ctx = click.get_current_context()
+    given = {}
+    for name, option in SCHEME_PARAMETERS.items():
+        source = ctx.get_parameter_source(name)
+        if name in params and source in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT):
+            given[option] = params[name]
+    return given
+
+
+def bootstrap_options(func: Any) -> Any:
+    """Interval options of every scheme that bootstraps (`score`, `compare`)."""
+    return _add(func, [
+        click.option("--n-resamples", type=click.IntRange(min=100), default=10_000,
+                     show_default=True, help="Bootstrap resamples."),
+        click.option("--seed", type=click.IntRange(min=0), default=DEFAULT_SEED,
+                     show_default=True, help="Seed of the bootstrap (recorded in the report)."),
+        click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+                     default=0.95, show_default=True,
+                     help="Confidence level (split α/K over K treatments)."),
+    ])  # fmt: skip
+
+
+def layered_metric_options(func: Any) -> Any:
+    """Options of the layered and metric schemes."""
+    return _add(func, [
+        click.option("--metric", default=None, help="metric: scores{NAME} or `correct`."),
+        click.option("--weights", default=None, metavar="LAYER=W,…",
+                     help="layered: e.g. fact=2,judge=1."),
+        click.option("--standardize", is_flag=True,
+                     help="layered: z-score each layer before weighting."),
+        click.option("--threshold", type=float, default=3.5, show_default=True,
+                     help="layered: the gate every present layer's mean must reach."),
+    ])  # fmt: skip
+
+
+def rubric_options(func: Any) -> Any:
+    """Options of the rubric scheme (`score`, `rank`)."""
+    return _add(func, [
+        click.option("--rubric", type=click.Path(path_type=Path, dir_okay=False), default=None,
+                     help="rubric: a rubric file (YAML or JSON); default: the packaged one."),
+        click.option("--no-history", is_flag=True,
+                     help="rubric: do not record evaluations in the store's history, nor flag "
+                     "against it."),
+    ])  # fmt: skip
+
+
+def objective_options(func: Any) -> Any:
+    """The objective comparison's thresholds and weights (over those of --config)."""
+    return _add(func, [
+        click.option("--config", "objective_config", type=click.Path(path_type=Path,
+                     dir_okay=False), default=None,
+                     help="objective: thresholds and weights from a YAML or JSON file."),
+        click.option("--min-composite-gain", type=float, default=None, help="objective: 0.01."),
+        click.option("--regression-composite-drop", type=float, default=None,
+                     help="objective: 0.05."),
+        click.option("--objective-drop-is-regression/--objective-drop-allowed", default=None,
+                     help="objective: any objective drop is a hard regression (default on)."),
+        click.option("--w-obj", type=float, default=None, help="objective: weight 0.6."),
+        click.option("--w-judge", type=float, default=None, help="objective: weight 0.4."),
+        click.option("--cost-weight", type=float, default=None, help="objective: cap 0.1."),
+    ])  # fmt: skip
+
+
+# ------------------------------------------------------------------------ judges, executors
+
+
+def judge_options(func: click.decorators.FC) -> click.decorators.FC:
+    """Judge flags shared by `run` and `grade`."""
+    return _add(func, [  # type: ignore[no-any-return]
+        click.option("--judge", "judges", multiple=True, metavar="SPEC",
+                     help="openai:MODEL or 'command:PROGRAM ARGS' (repeat for an ensemble)."),
+        click.option("--judge-base-url", default=None, help="OpenAI-compatible endpoint URL."),
+        click.option("--judge-key-env", default="OPENAI_API_KEY", show_default=True,
+                     help="Environment variable holding the endpoint's key."),
+        click.option("--judge-kind", type=click.Choice(["overall", "objective"]),
+                     default="overall", show_default=True,
+                     help="overall 1–5 (layered) or objective 0–1; tasks with a rubric use it."),
+        click.option("--judge-repeat", type=click.IntRange(min=1), default=1, show_default=True,
+                     help="Calls per judge and sample (the report gives mean and SD)."),
+        click.option("--no-debias-length", is_flag=True,
+                     help="Leave out the prompt paragraph against rewarding length."),
+    ])  # fmt: skip
+
+
+def executor_options(func: click.decorators.FC) -> click.decorators.FC:
+    """Where invocations and judge calls run: threads here, or Ray tasks."""
+    return _add(func, [  # type: ignore[no-any-return]
+        click.option("--executor", type=click.Choice(["local", "ray"]), default="local",
+                     show_default=True,
+                     help="local thread pool, or Ray tasks (needs Ray: pip install ray)."),
+        click.option("--ray-address", default=None, metavar="ADDRESS",
+                     help="Ray cluster to use (default: RAY_ADDRESS, else a private local one)."),
+    ])  # fmt: skip
+
+
+def judging_from(
+    judges: tuple[str, ...], base_url: str | None, key_env: str, kind: str, repeat: int,
+    no_debias: bool,
+) -> JudgeOptions:  # fmt: skip
+    from calipers.grading.judges import judges_from_specs
+    from calipers.running.judging import JudgeOptions
+
+    return JudgeOptions(
+        judges=judges_from_specs(judges, base_url=base_url, api_key_env=key_env),
+        kind=kind, repeats=repeat, debias_length=not no_debias, cache_dir=JUDGE_CACHE,
+    )  # fmt: skip

@@ -1,17 +1,21 @@
-"""`calipers rank`: rubric evaluations by final score, then the seed's nine tie-break levels."""
+"""`calipers rank`: rubric evaluations by final score, then the rubric's nine tie-break levels."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
-from calipers.cli.main import cli, db_option, stdout_console
-from calipers.cli.score import rubric_options, score_rubric
+from calipers.cli.main import cli
+from calipers.cli.options import db_option, json_option, quiet_option, rubric_options
+from calipers.cli.output import emit
+from calipers.cli.score import score_command_call
 from calipers.errors import InputError
-from calipers.report import terminal_rubric
-from calipers.report.json_report import write_json
-from calipers.verdicts.rank import rank
+from calipers.schemes import get_scheme
+from calipers.schemes.rubric import terminal
+from calipers.schemes.rubric.rank import rank
+from calipers.schemes.rubric.scoring import RubricResult
 
 
 @cli.command("rank")
@@ -19,8 +23,8 @@ from calipers.verdicts.rank import rank
 @click.option("--scheme", default="rubric", show_default=True, help="Only rubric ranks for now.")
 @click.option("--run", default=None, help="Rank only this run's evaluations.")
 @rubric_options
-@click.option("--json", "json_out", default=None, metavar="PATH|-", help="Write the JSON report.")
-@click.option("-q", "--quiet", is_flag=True, help="No terminal tables.")
+@json_option
+@quiet_option
 @db_option
 def rank_command(
     file: Path | None,
@@ -29,21 +33,26 @@ def rank_command(
     rubric: Path | None,
     no_history: bool,
     json_out: str | None,
-    quiet: bool,
     db: Path,
 ) -> None:
     """Rank the evaluations of FILE (or the store) per task: final score first, then correctness,
     safety, completeness, actionability, adherence, efficiency, consistency, fewer red flags and
     more bonuses. Says which level broke each tie; evaluations equal on all are equivalent."""
     if scheme != "rubric":
-        raise InputError(f"rank supports --scheme rubric, not '{scheme}'")
-    result = score_rubric(file, db=db, run=run, rubric=rubric, history=not no_history, options={})
+        raise InputError(f"rank supports --scheme rubric, not '{scheme}'", parameters=["scheme"])
+    options: dict[str, Any] = {"rubric": rubric} if rubric is not None else {}
+    result = score_command_call(
+        file, db=db, scheme=get_scheme("rubric"), run=run, options=options, no_history=no_history
+    )
+    assert isinstance(result, RubricResult)
     ranked = rank(
         result.evaluations,
         origin=result.origin,
         parameters={"rubric": result.parameters["rubric"], "run": run},
     )
-    if json_out:
-        write_json(ranked.to_dict(), json_out)
-    if not quiet and json_out != "-":
-        terminal_rubric.ranking(ranked, stdout_console())
+    emit(
+        ranked.to_dict(),
+        json_out=json_out,
+        html_out=None,
+        show=lambda console: terminal.ranking(ranked, console),
+    )

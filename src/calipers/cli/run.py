@@ -10,8 +10,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from calipers.cli.main import cli, db_option, stdout_console
-from calipers.cli.options import executor_options, judge_options, judging_from
+from calipers.cli.main import cli, stdout_console
+from calipers.cli.options import (
+    db_option,
+    executor_options,
+    is_quiet,
+    judge_options,
+    judging_from,
+    quiet_option,
+)
 from calipers.errors import DataError
 from calipers.running.executor import default_workers
 from calipers.running.judging import summarize
@@ -70,14 +77,14 @@ def store_rows(rows: list[dict[str, object]], name: str, db: Path) -> int:
 @judge_options
 @executor_options
 @click.option("--json", "json_path", default=None, help="Write the run report here (- = stdout).")
-@click.option("-q", "--quiet", is_flag=True, help="No terminal output.")
+@quiet_option
 @db_option
 def run_command(
     suite: Path, command: str, run_name: str, jobs: int | None, epochs: int | None, stdio: bool,
     timeout_s: float, no_cache: bool, seed: int, judges: tuple[str, ...],
     judge_base_url: str | None, judge_key_env: str, judge_kind: str, judge_repeat: int,
     no_debias_length: bool, executor: str, ray_address: str | None, json_path: str | None,
-    quiet: bool, db: Path,
+    db: Path,
 ) -> None:  # fmt: skip
     """Run SUITE's tasks through the pipeline (bounded pool, cached, resumable), grade their
     assertions, call the judges and record every sample in the store.
@@ -87,7 +94,7 @@ def run_command(
     loaded = load_suite(suite)
     options = RunOptions(
         run_name=run_name, workers=jobs, epochs=epochs, use_cache=not no_cache, stdio=stdio,
-        timeout_s=timeout_s, seed=seed, progress=False if quiet else None,
+        timeout_s=timeout_s, seed=seed, progress=False if is_quiet() else None,
         judging=judging_from(judges, judge_base_url, judge_key_env, judge_kind, judge_repeat,
                              no_debias_length),
         executor="ray" if executor == "ray" else "local", ray_address=ray_address,
@@ -96,10 +103,10 @@ def run_command(
     stored = store_rows(result.rows, run_name, db)
     body = run_report(result, loaded.name, options, stored)
     if json_path is not None:
-        from calipers.report.json_report import write_json
+        from calipers.render.json_report import write_json
 
         write_json(body, json_path)
-    if not quiet and json_path != "-":
+    if not is_quiet() and json_path != "-":
         report(body, result, db)
     if result.failed == len(result.rows):
         raise DataError(

@@ -1,4 +1,6 @@
-"""`calipers score` and `calipers leaderboard`: score runs with a registered scheme."""
+"""`calipers score`, `calipers leaderboard` and `calipers schemes`: score runs with a registered
+scheme. Which options apply, how the result looks in the terminal and on a page, all come from the
+scheme's declaration; this module only parses flags and calls `calipers.score`."""
 
 from __future__ import annotations
 
@@ -6,212 +8,165 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.markup import escape
 
-from calipers.cli.compare import comparison_options, scheme_options
+from calipers import api
 from calipers.cli.data import print_warnings
-from calipers.cli.main import cli, db_option, stdout_console
-from calipers.cli.options import html_option
-from calipers.data.history import history_series, record_history
-from calipers.data.source import open_samples
-from calipers.errors import InputError
-from calipers.report import (
-    terminal,
-    terminal_compare,
-    terminal_objective,
-    terminal_robustness,
-    terminal_rubric,
+from calipers.cli.main import cli, stdout_console
+from calipers.cli.options import (
+    bootstrap_options,
+    db_option,
+    given_scheme_options,
+    html_option,
+    json_option,
+    layered_metric_options,
+    quiet_option,
+    rubric_options,
 )
-from calipers.report.html.score_pages import write_score_page
-from calipers.report.json_report import write_json
-from calipers.schemes import SchemeResult, available, get_scheme
-from calipers.schemes.layered import SummaryResult
-from calipers.schemes.objective import ObjectiveResult
-from calipers.schemes.reasonscore import ReasonScoreResult
-from calipers.schemes.robustness import RobustnessResult
-from calipers.schemes.rubric import RubricResult
+from calipers.cli.output import emit
+from calipers.errors import InputError
+from calipers.report.score_pages import score_page
+from calipers.schemes import available, get_scheme
+from calipers.schemes.base import Scheme, SchemeResult
 
 
-def score_samples(
-    source: Path | None, *, db: Path, scheme: str, run: str | None, options: dict[str, Any]
-) -> SchemeResult:
-    """The one library call behind `score` and `leaderboard`."""
-    samples = open_samples(source, db=db, run=run)
-    print_warnings(samples.warnings)
-    return get_scheme(scheme).score(samples, **options)
-
-
-def write_reports(report: dict[str, Any], *, json_out: str | None, html_out: Path | None) -> None:
-    if json_out:
-        write_json(report, json_out)
-    if html_out:
-        write_score_page(report, html_out)
-
-
-def rubric_options(func: Any) -> Any:
-    """Options of the rubric scheme, shared by `score` and `rank`."""
-    func = click.option(
-        "--no-history",
-        is_flag=True,
-        help="rubric: do not record evaluations in the store's history, nor flag against it.",
-    )(func)
-    return click.option(
-        "--rubric",
-        type=click.Path(path_type=Path, dir_okay=False),
-        default=None,
-        help="rubric: a rubric file (YAML or JSON); default: the packaged one.",
-    )(func)
-
-
-def score_rubric(
-    source: Path | None,
+def score_command_call(
+    file: Path | None,
     *,
     db: Path,
+    scheme: Scheme,
     run: str | None,
-    rubric: Path | None,
-    history: bool,
     options: dict[str, Any],
-) -> RubricResult:
-    """Score with the rubric scheme, then record the evaluations in the store's history and flag
-    them against it. The samples' connection is closed first: when they come from the store it is
-    read-only, and DuckDB allows one configuration per file in a process."""
-    samples = open_samples(source, db=db, run=run)
-    print_warnings(samples.warnings)
-    try:
-        result = get_scheme("rubric").score(samples, rubric=rubric, **options)
-    finally:
-        samples.con.close()
-    assert isinstance(result, RubricResult)
-    if history:
-        new = record_history(db, result.evaluations, rubric_sha256=result.rubric["sha256"])
-        result.history = history_series(db, sorted({e.task for e in result.evaluations}))
-        flagged = sum(1 for e in result.evaluations if e.history_flags)
-        result.parameters["history"] = str(db)
-        result.notes.append(
-            f"history: {new} new evaluation(s) recorded in {db}; {flagged} flagged for review"
-        )
-    else:
-        result.parameters["history"] = None
-    return result
+    no_history: bool = False,
+) -> SchemeResult:
+    """The one library call behind `score`, `leaderboard` and `rank`. A scheme that keeps a
+    history (rubric) records it in the store `--db` unless --no-history."""
+    if "history" in scheme.Options.model_fields:
+        options = {**options, "history": None if no_history else db}
+    elif no_history:
+        options = {**options, "history": None}  # refused by the scheme, naming --no-history
+    with _open(file, db=db, run=run) as samples:
+        print_warnings(samples.warnings)
+        return api.score(samples, scheme.name, **options)
+
+
+def _open(file: Path | None, *, db: Path, run: str | None) -> api.Samples:
+    """With FILE, `--run` names its samples' run (overriding theirs); with the store, it picks a
+    run."""
+    from calipers.data.source import open_samples
+
+    if file is None:
+        return api.open(None, db=db, runs=[run] if run else None)
+    samples = open_samples(file, run=run)
+    return api.Samples(samples.con, samples.relation, samples.origin, samples.warnings)
 
 
 @cli.command()
 @click.argument("file", required=False, type=click.Path(path_type=Path))
-@click.option("--scheme", "scheme", required=True, help="Scoring scheme (see `calipers schemes`).")
-@click.option("--z", type=float, default=None, help="Wilson z (reasonscore; default 1.96).")
+@click.option("--scheme", "scheme_name", required=True, help="Scoring scheme (`calipers schemes`).")
+@click.option("--z", type=float, default=None, help="reasonscore: Wilson z (default 1.96).")
 @click.option(
     "--run",
     "run",
     default=None,
     help="With FILE: the run name of its samples (overrides theirs). Without: score only this run.",
 )
-@click.option("--tasks", "show_tasks", is_flag=True, help="Also print per-task scores.")
+@click.option("--tasks", "detail", is_flag=True, help="Also print per-task scores.")
 @click.option(
     "--baseline", default=None, help="objective: cost adjustments against this run's tasks."
 )
-@comparison_options
+@layered_metric_options
+@bootstrap_options
 @rubric_options
-@click.option("--json", "json_out", default=None, metavar="PATH|-", help="Write the JSON report.")
+@json_option
 @html_option
-@click.option("-q", "--quiet", is_flag=True, help="No terminal tables.")
+@quiet_option
 @db_option
 def score(
     file: Path | None,
-    scheme: str,
-    z: float | None,
+    scheme_name: str,
     run: str | None,
-    show_tasks: bool,
+    detail: bool,
     baseline: str | None,
-    metric: str | None,
-    weights: str | None,
-    standardize: bool,
-    threshold: float,
-    n_resamples: int,
-    seed: int,
-    confidence: float,
-    rubric: Path | None,
     no_history: bool,
     json_out: str | None,
     html_out: Path | None,
-    quiet: bool,
     db: Path,
+    **params: Any,
 ) -> None:
     """Score FILE (read directly, not imported) or the store's runs with a scheme.
 
-    The rubric scheme records every evaluation in the store's history (--db) and flags dimensions
-    more than 2 SD from their task's history; --no-history skips both."""
-    if scheme == "rubric":
-        rubric_result = score_rubric(
-            file, db=db, run=run, rubric=rubric, history=not no_history,
-            options={"confidence_level": confidence, "n_resamples": n_resamples, "seed": seed},
-        )  # fmt: skip
-        write_reports(rubric_result.to_dict(), json_out=json_out, html_out=html_out)
-        if not quiet and json_out != "-":
-            terminal_rubric.rubric_report(rubric_result, stdout_console())
-        return
-    options: dict[str, Any] = {k: v for k, v in {"z": z}.items() if v is not None}
-    if scheme in ("layered", "metric"):
-        options = scheme_options(scheme, metric=metric, weights=weights, standardize=standardize)
-        options.update(confidence_level=confidence, n_resamples=n_resamples, seed=seed)
-        if scheme == "layered":
-            options["threshold"] = threshold
-    if scheme == "objective":
-        options = {"baseline": baseline}
-    if scheme == "robustness":
-        options = {"confidence_level": confidence, "n_resamples": n_resamples, "seed": seed}
-    result = score_samples(file, db=db, scheme=scheme, run=run, options=options)
-    write_reports(result.to_dict(), json_out=json_out, html_out=html_out)
-    if quiet or json_out == "-":
-        return
-    console = stdout_console()
-    if isinstance(result, ReasonScoreResult):
-        terminal.reasonscore_leaderboard(result, console)
-        if show_tasks:
-            terminal.reasonscore_tasks(result, console)
-    elif isinstance(result, SummaryResult):
-        terminal_compare.summary(result, console)
-    elif isinstance(result, ObjectiveResult):
-        terminal_objective.task_scores(result, console)
-    elif isinstance(result, RobustnessResult):
-        terminal_robustness.robustness_report(result, console)
+    Options a scheme does not take are refused (exit 1). The rubric scheme records every
+    evaluation in the store's history (--db) and flags dimensions more than 2 SD from their
+    task's history; --no-history skips both."""
+    scheme = get_scheme(scheme_name)
+    options = given_scheme_options(params)
+    if baseline is not None:
+        options["baseline"] = baseline
+    result = score_command_call(
+        file, db=db, scheme=scheme, run=run, options=options, no_history=no_history
+    )
+    emit(
+        result.to_dict(),
+        json_out=json_out,
+        html_out=html_out,
+        page=score_page,
+        show=lambda console: scheme.terminal(result, console, detail=detail),
+    )
 
 
 @cli.command()
 @click.argument("file", required=False, type=click.Path(path_type=Path))
 @click.option(
-    "--scheme", "scheme", default="reasonscore", show_default=True, help="Scheme that ranks runs."
+    "--scheme",
+    "scheme_name",
+    default="reasonscore",
+    show_default=True,
+    help="A scheme that ranks runs.",
 )
-@click.option("--z", type=float, default=None, help="Wilson z (default 1.96).")
-@click.option("--json", "json_out", default=None, metavar="PATH|-", help="Write the JSON report.")
+@click.option("--z", type=float, default=None, help="reasonscore: Wilson z (default 1.96).")
+@json_option
 @html_option
-@click.option("-q", "--quiet", is_flag=True, help="No terminal table.")
+@quiet_option
 @db_option
 def leaderboard(
     file: Path | None,
-    scheme: str,
-    z: float | None,
+    scheme_name: str,
     json_out: str | None,
     html_out: Path | None,
-    quiet: bool,
     db: Path,
+    **params: Any,
 ) -> None:
     """Rank runs (ReasonScore: by score/token, with per-tier scores)."""
-    if scheme != "reasonscore":
-        raise InputError(f"leaderboard supports --scheme reasonscore, not '{scheme}'")
-    options = {k: v for k, v in {"z": z}.items() if v is not None}
-    result = score_samples(file, db=db, scheme=scheme, run=None, options=options)
-    write_reports(result.to_dict(), json_out=json_out, html_out=html_out)
-    if not quiet and json_out != "-":
-        assert isinstance(result, ReasonScoreResult)
-        terminal.reasonscore_leaderboard(result, stdout_console())
+    scheme = get_scheme(scheme_name)
+    if not scheme.ranks_runs:
+        ranking = [name for name, cls in available().items() if cls.ranks_runs]
+        raise InputError(
+            f"the scheme '{scheme_name}' does not rank runs",
+            hint=f"Schemes with a leaderboard: {', '.join(ranking)}.",
+            parameters=["scheme"],
+        )
+    options = given_scheme_options(params)
+    result = score_command_call(file, db=db, scheme=scheme, run=None, options=options)
+    emit(
+        result.to_dict(),
+        json_out=json_out,
+        html_out=html_out,
+        page=score_page,
+        show=lambda console: scheme.terminal(result, console),
+    )
 
 
 @cli.command("schemes")
+@quiet_option
 def list_schemes() -> None:
     """List the registered scoring schemes."""
     console = stdout_console()
     for name, cls in available().items():
         direction = "higher is better" if cls.higher_is_better else "lower is better"
+        compares = "; compares runs" if cls.CompareOptions is not None else ""
         console.print(
-            f"[bold]{name}[/]  {cls.description} ({direction}; needs "
-            f"{', '.join(cls.required_fields)})"
+            f"[bold]{escape(name)}[/]  {escape(cls.description)} ({direction}{compares}; needs "
+            f"{escape(', '.join(cls.required_fields))})",
+            highlight=False,
         )

@@ -14,7 +14,7 @@ import duckdb
 
 from calipers.data.files import open_bytes, sql_literal
 from calipers.data.model import FIELDS
-from calipers.data.source import arrow_table
+from calipers.data.sampleset import arrow_table
 from calipers.data.validate import FLAT_FIELDS, RecordChecker, describe
 from calipers.errors import Problem, ValidationError
 

@@ -20,7 +20,7 @@ import duckdb
 from calipers.data import diagnose
 from calipers.data.files import open_bytes, sql_literal
 from calipers.data.model import FIELDS, KEY, layer_case
-from calipers.data.source import scalar
+from calipers.data.sampleset import scalar
 from calipers.data.validate import FLAT_FIELDS, NONNEGATIVE
 from calipers.errors import InputError, Problem, ValidationError
 

@@ -1,41 +1,17 @@
-"""Samples ready for SQL: a DuckDB connection and the name of a relation with the model's columns.
-
-Every scheme reads its input through a `SampleSet`, whether the samples live in the store or were
-read straight from a file, so the same SQL scores both.
-"""
+"""Opening samples wherever they are: a file read straight into memory (validated, not imported)
+or the store. The top of the data layer: it uses the readers and the store."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import duckdb
 
-if TYPE_CHECKING:
-    import pyarrow as pa
-
-DEFAULT_DB = Path(".calipers") / "calipers.duckdb"
-
-
-@dataclass
-class SampleSet:
-    """A relation of samples (columns as in `calipers.data.model.FIELDS`) on a DuckDB connection."""
-
-    con: duckdb.DuckDBPyConnection
-    relation: str  # SQL name of a table or view
-    origin: str  # the file or store the samples came from, for messages and reports
-    warnings: list[str] = field(default_factory=list)
-
-    def to_arrow(self) -> pa.Table:
-        return arrow_table(self.con.sql(f"SELECT * FROM {self.relation}"))
-
-    def runs(self) -> list[str]:
-        rows = self.con.execute(f"SELECT DISTINCT run FROM {self.relation} ORDER BY run")
-        return [r[0] for r in rows.fetchall()]
-
-    def count(self) -> int:
-        return scalar(self.con, f"SELECT count(*) FROM {self.relation}")
+from calipers.data.readers import stage_file
+from calipers.data.sampleset import SampleSet
+from calipers.data.store import Store
+from calipers.errors import DataError
+from calipers.workspace import DEFAULT_DB
 
 
 def open_samples(
@@ -47,10 +23,6 @@ def open_samples(
 ) -> SampleSet:
     """A FILE is read and validated into an in-memory database, without importing it; None means
     the store at `db` (default .calipers/calipers.duckdb), opened read-only."""
-    from calipers.data.readers import stage_file
-    from calipers.data.store import Store
-    from calipers.errors import DataError
-
     if source is not None:
         con = duckdb.connect()
         con.execute("SET enable_progress_bar = false")
@@ -65,16 +37,3 @@ def open_samples(
             hint="Import some with `calipers import FILE`.",
         )
     return samples
-
-
-def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None) -> int:
-    """The first column of the first row as an int (0 when there is no row). Fetches the whole
-    result, which DuckDB ≥ 2 requires before the connection does anything else."""
-    rows = con.execute(sql, params or []).fetchall()
-    return int(rows[0][0]) if rows and rows[0][0] is not None else 0
-
-
-def arrow_table(relation: duckdb.DuckDBPyRelation) -> pa.Table:
-    """The relation's rows as an Arrow table (DuckDB 2 renamed fetch_arrow_table)."""
-    method = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
-    return method()

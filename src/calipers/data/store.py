@@ -17,7 +17,7 @@ from calipers.data import migrations
 from calipers.data.files import sql_literal
 from calipers.data.model import FIELD_BY_NAME, FIELD_NAMES, FIELDS, KEY
 from calipers.data.readers import StagedFile, stage_file
-from calipers.data.source import SampleSet, scalar
+from calipers.data.sampleset import SampleSet, scalar
 from calipers.errors import DataError, InputError, Problem, ValidationError
 
 # DuckDB spills to disk beyond this; it keeps a 1M-sample import under 1 GB of RSS

@@ -30,7 +30,7 @@ from typing import Any, Literal, Protocol
 
 from calipers.data.files import write_atomic
 from calipers.errors import InputError
-from calipers.grading.rubric_file import DIMENSIONS, RubricRules
+from calipers.schemes.rubric.definition import DIMENSIONS, RubricRules
 
 Kind = Literal["overall", "rubric", "objective"]
 TEMPLATES: dict[str, str] = {

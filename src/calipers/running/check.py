@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from calipers.data.decision import DecisionField, is_structured
 from calipers.data.files import write_atomic
 from calipers.errors import DataError, InputError
 from calipers.running.cases import (
@@ -31,7 +32,6 @@ from calipers.running.cases import (
     load_cases,
     select_cases,
 )
-from calipers.running.decision import DecisionField, is_structured
 from calipers.running.executor import ExecutorName, Job, JobPool, open_backend
 from calipers.running.invoke import InvocationResult, Pipeline
 from calipers.running.kelvin_config import KelvinConfig
@@ -41,7 +41,7 @@ from calipers.running.perturb import (
     generate_variants,
     single_case_warning,
 )
-from calipers.schemes.robustness import (
+from calipers.schemes.robustness.scoring import (
     BASELINE,
     SENSITIVITY_KINDS,
     CaseResult,
@@ -51,6 +51,7 @@ from calipers.schemes.robustness import (
     score_run,
 )
 from calipers.stats import DEFAULT_SEED
+from calipers.workspace import PIPELINE_CACHE
 
 SCHEMA_VERSION = 1  # kelvin's report.json version
 
@@ -127,7 +128,7 @@ def run_check(config: KelvinConfig, options: CheckOptions) -> CheckRun:
     for t in config.governing_types:
         _safe_part(t, "governing type")
     pipeline = pipeline_for(
-        config, use_cache=options.use_cache, default_cache=root / ".calipers" / "cache"
+        config, use_cache=options.use_cache, default_cache=root / PIPELINE_CACHE
     )
     extract = DecisionField.parse(config.decision_field)
     warnings = list(config.warnings)
@@ -250,7 +251,7 @@ def _collect(
     results: list[InvocationResult],
 ) -> tuple[list[dict[str, Any]], list[CaseResult]]:
     """Sample rows for the store, and the cases scored from the same values."""
-    from calipers.running.decision import distance
+    from calipers.data.decision import distance
 
     rows: list[dict[str, Any]] = []
     by_name: dict[str, CaseResult] = {}

@@ -10,70 +10,21 @@ that had succeeded.
 
 from __future__ import annotations
 
-import os
-import random
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, TypeVar
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from calipers.data.files import write_atomic
-from calipers.running.invoke import Extract, InvocationResult, Pipeline, invoke
+from calipers.running.invoke import Extract, InvocationResult, Pipeline
+from calipers.running.jobs import Backend, Job, default_workers, run_job
+
+__all__ = ["Backend", "ExecutorName", "Job", "JobPool", "default_workers", "open_backend"]
 
 T = TypeVar("T")
 ExecutorName = Literal["local", "ray"]
-
-
-def default_workers() -> int:
-    return min(8, 2 * (os.cpu_count() or 1))
-
-
-@dataclass(frozen=True)
-class Job:
-    name: str  # e.g. "acme/reorder-01": for messages and the progress bar
-    text: str  # the rendered input
-    directory: Path
-
-    @property
-    def input_path(self) -> Path:
-        return self.directory / "input.md"
-
-    @property
-    def output_path(self) -> Path:
-        return self.directory / "output.json"
-
-
-def job_rng(seed: int, name: str) -> random.Random:
-    # Retry jitter from (seed, job): the same run waits the same way, whatever the scheduling.
-    return random.Random(f"{seed}\x00{name}")
-
-
-def run_job(pipeline: Pipeline, job: Job, extract: Extract, seed: int) -> InvocationResult:
-    write_atomic(job.input_path, job.text)
-    return invoke(
-        pipeline, job.input_path, job.output_path, extract=extract, rng=job_rng(seed, job.name)
-    )
-
-
-class Backend(Protocol):
-    """Where invocations and judge calls run."""
-
-    name: str
-
-    def invoke(
-        self, pipeline: Pipeline, job: Job, extract: Extract, seed: int
-    ) -> Future[InvocationResult]: ...
-
-    def call(self, fn: Callable[..., T], *args: Any) -> Future[T]:
-        """`fn(*args)` somewhere; `fn` and its arguments must be picklable for remote backends."""
-        ...
-
-    def close(self, *, cancel: bool = False) -> None: ...
 
 
 class ThreadBackend:

@@ -168,7 +168,7 @@ def judge_store(
     """Judge (again) every sample of the store that has an output. Each sample's judgments by
     judges of the same names are replaced; other judges' judgments stay. One transaction."""
     from calipers.data.store import Store
-    from calipers.grading.rubric_file import load_rubric
+    from calipers.schemes.rubric.definition import load_rubric
 
     rules_file = load_rubric(rubric) if rubric else None
     templates = {

@@ -27,7 +27,6 @@ from typing import Any, TypeVar
 
 from calipers.data.files import write_atomic
 from calipers.errors import InputError
-from calipers.running.executor import Job, default_workers, job_rng
 from calipers.running.invoke import (
     Extract,
     InvocationResult,
@@ -36,6 +35,7 @@ from calipers.running.invoke import (
     cache_store,
     invoke,
 )
+from calipers.running.jobs import Job, default_workers, job_rng
 
 T = TypeVar("T")
 _LOCAL_OBJECT_STORE_BYTES = 256 * 1024**2  # outputs pass through it; Ray's default is 30% of RAM

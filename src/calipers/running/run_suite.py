@@ -29,11 +29,12 @@ from typing import Any
 
 from calipers.grading.grade import grade_record
 from calipers.grading.judges import PromptTemplate
-from calipers.grading.rubric_file import load_rubric
 from calipers.running.executor import Backend, ExecutorName, Job, JobPool, open_backend
 from calipers.running.invoke import InvocationResult, Pipeline
 from calipers.running.judging import JudgeOptions, JudgeRequest, judge_requests
 from calipers.running.suite import Suite, Task
+from calipers.schemes.rubric.definition import load_rubric
+from calipers.workspace import PIPELINE_CACHE, RUNS_DIR
 
 INTEGER_FIELDS = ("tokens_in", "tokens_out", "tool_calls", "steps")
 NUMBER_FIELDS = ("cost_usd", "latency_s")
@@ -46,7 +47,7 @@ class RunOptions:
     epochs: int | None = None  # overrides the suite's and the tasks'
     use_cache: bool = True
     out: Path | None = None  # where inputs and outputs go; default .calipers/runs/<run>
-    cache_dir: Path = Path(".calipers") / "cache"
+    cache_dir: Path = PIPELINE_CACHE
     stdio: bool = False
     timeout_s: float = 150.0
     seed: int = 0
@@ -133,7 +134,7 @@ def _sample(
 def run_suite(suite: Suite, command: str, options: RunOptions) -> SuiteRun:
     """Every task × epoch through the pipeline (bounded pool, cached, resumable), assertions
     graded, judges called; samples in suite order."""
-    out = options.out or Path(".calipers") / "runs" / safe_dir(options.run_name)
+    out = options.out or RUNS_DIR / safe_dir(options.run_name)
     pipeline = Pipeline(
         command=command,
         mode="stdio" if options.stdio else "files",

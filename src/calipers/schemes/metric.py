@@ -8,18 +8,25 @@ is missing, never 0.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from pydantic import Field
 
 from calipers.data.files import sql_literal
-from calipers.data.source import SampleSet
+from calipers.data.sampleset import SampleSet
 from calipers.errors import InputError
-from calipers.schemes.base import ComparableScheme, reject_options
-from calipers.schemes.layered import SummaryResult, summarize
-from calipers.schemes.persample import FloatArray, StagedScores, as_floats, stage_rows
+from calipers.schemes.base import BootstrapOptions, Scoring
+from calipers.schemes.layered import PairedScheme
+from calipers.schemes.layered.scoring import SummaryResult, summarize
 from calipers.schemes.registry import register
-from calipers.stats import DEFAULT_SEED
+from calipers.verdicts.gates import DEFAULT_TRIVIAL_DIFF
+from calipers.verdicts.persample import FloatArray, StagedScores, as_floats, stage_rows
+
+if TYPE_CHECKING:
+    from calipers.data.store import Store
+
+METRICS_SHOWN = 6  # metric sections of the store report at most, in name order
 
 
 def _value(values: Mapping[str, FloatArray]) -> FloatArray:
@@ -40,8 +47,9 @@ def available_metrics(samples: SampleSet) -> list[str]:
 def stage_metric(samples: SampleSet, runs: list[str], *, metric: str | None) -> StagedScores:
     if not metric:
         raise InputError(
-            "the metric scheme needs --metric NAME",
+            "the metric scheme needs `metric`: the name of a per-sample score",
             hint=f"Metrics in {samples.origin}: {', '.join(available_metrics(samples)) or 'none'}.",
+            parameters=["metric"],
         )
     expr = "correct" if metric == "correct" else f"scores[{sql_literal(metric)}]"
     rows = stage_rows(samples, runs, {"value": f"({expr})::DOUBLE"})
@@ -62,37 +70,39 @@ def stage_metric(samples: SampleSet, runs: list[str], *, metric: str | None) -> 
     )
 
 
+class MetricOptions(BootstrapOptions):
+    metric: str | None = None  # a key of `scores`, or `correct`
+
+
+class MetricCompareOptions(MetricOptions):
+    trivial_diff: float = Field(default=DEFAULT_TRIVIAL_DIFF, ge=0)
+
+
 @register
-class MetricScheme(ComparableScheme):
+class MetricScheme(PairedScheme):
     name = "metric"
     description = "the mean of one per-sample metric (scores{NAME} or correct) with its interval"
     required_fields = ("scores",)
     higher_is_better = True
+    Options = MetricOptions
+    CompareOptions = MetricCompareOptions
+    report_schema = "metric"
+    compare_report_schema = "compare"
 
-    def stage(
-        self, samples: SampleSet, runs: list[str], *, metric: str | None = None, **options: Any
-    ) -> StagedScores:
-        reject_options(self.name, options)
-        return stage_metric(samples, runs, metric=metric)
+    def stage(self, samples: SampleSet, runs: list[str], options: MetricOptions) -> StagedScores:
+        return stage_metric(samples, runs, metric=options.metric)
 
-    def score(
-        self,
-        samples: SampleSet,
-        *,
-        metric: str | None = None,
-        confidence_level: float = 0.95,
-        n_resamples: int = 10_000,
-        seed: int = DEFAULT_SEED,
-        **options: Any,
-    ) -> SummaryResult:
-        reject_options(self.name, options)
+    def stage_parameters(self, options: MetricOptions) -> dict[str, Any]:
+        return {"metric": options.metric}
+
+    def compute(self, samples: SampleSet, options: MetricOptions) -> SummaryResult:
         runs = samples.runs()
-        staged = stage_metric(samples, runs, metric=metric)
+        staged = stage_metric(samples, runs, metric=options.metric)
         parameters = {
-            "metric": metric,
-            "confidence_level": confidence_level,
-            "n_resamples": n_resamples,
-            "seed": seed,
+            "metric": options.metric,
+            "confidence_level": options.confidence_level,
+            "n_resamples": options.n_resamples,
+            "seed": options.seed,
         }
         return summarize(
             staged,
@@ -101,7 +111,28 @@ class MetricScheme(ComparableScheme):
             origin=samples.origin,
             parameters=parameters,
             threshold=float("nan"),
-            confidence_level=confidence_level,
-            n_resamples=n_resamples,
-            seed=seed,
+            confidence_level=options.confidence_level,
+            n_resamples=options.n_resamples,
+            seed=options.seed,
         )
+
+    def report_scorings(self, store: Store, filled: dict[str, dict[str, int]]) -> list[Scoring]:
+        """One section per metric the store has (`correct` and each key of `scores`), at most
+        METRICS_SHOWN, in name order."""
+        by_metric: dict[str, list[str]] = {}
+        for run, fields in filled.items():
+            if fields.get("correct"):
+                by_metric.setdefault("correct", []).append(run)
+        rows = store.con.execute(
+            "SELECT DISTINCT unnest(map_keys(scores)) AS metric, run FROM samples "
+            "ORDER BY metric, run"
+        ).fetchall()
+        for metric, run in rows:
+            by_metric.setdefault(metric, []).append(run)
+        names = sorted(by_metric)[:METRICS_SHOWN]
+        if not names:
+            return [Scoring("metric", [], {}, "no run has scores or correct")]
+        return [
+            Scoring(f"metric:{m}" if len(names) > 1 else "metric", by_metric[m], {"metric": m})
+            for m in names
+        ]

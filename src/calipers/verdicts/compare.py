@@ -1,5 +1,6 @@
-"""`compare`: one control against one or more treatments, each pair paired and decided, and the
-roll-up over pairs. The one library call behind `calipers compare --scheme layered|metric`."""
+"""The paired engine: one control against one or more treatments, each pair paired sample by
+sample and decided by the gates policy, and the roll-up over pairs. Schemes whose runs pair
+(layered, metric) stage their per-sample components and hand them to `compare_staged`."""
 
 from __future__ import annotations
 
@@ -8,15 +9,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from calipers.data.source import SampleSet
+import pandas as pd
+
 from calipers.errors import InputError
-from calipers.schemes import get_scheme
-from calipers.schemes.base import SCHEMA_VERSION, ComparableScheme
-from calipers.schemes.layered import DEFAULT_THRESHOLD
-from calipers.schemes.persample import RunSummary, summarize_run
-from calipers.stats import DEFAULT_SEED, z_from_confidence
+from calipers.render.json_report import REPORT_SCHEMA_VERSION
+from calipers.stats import z_from_confidence
+from calipers.verdicts.base import Comparison
 from calipers.verdicts.gates import (
-    DEFAULT_TRIVIAL_DIFF,
+    DEFAULT_THRESHOLD,
     SEVERITY,
     Decision,
     Verdict,
@@ -24,6 +24,7 @@ from calipers.verdicts.gates import (
     decide,
 )
 from calipers.verdicts.paired import PairedComparison, compare_pair
+from calipers.verdicts.persample import RunSummary, StagedScores, summarize_run
 
 
 @dataclass
@@ -56,7 +57,7 @@ class PairResult:
 
 
 @dataclass
-class CompareResult:
+class CompareResult(Comparison):
     scheme: str
     origin: str
     parameters: dict[str, Any]
@@ -72,9 +73,58 @@ class CompareResult:
     def seed(self) -> int:
         return int(self.parameters["seed"])
 
+    @property
+    def verdict_text(self) -> str:
+        return self.verdict.value
+
+    def gate_failure(self, gate: str) -> str | None:
+        """no-regress fails on REGRESS; ship fails unless PROGRESS; none never fails."""
+        if gate == "no-regress" and self.verdict is Verdict.REGRESS:
+            return "the verdict is REGRESS (gate no-regress)"
+        if gate == "ship" and self.verdict is not Verdict.PROGRESS:
+            return f"the verdict is {self.verdict.value}, not PROGRESS (gate ship)"
+        return None
+
+    def to_frame(self, level: str = "pair") -> pd.DataFrame:
+        """level "pair": one row per treatment (verdict, composite difference and interval);
+        "component": one row per treatment and component (composite and each layer);
+        "run": one row per variant (composite mean and interval, n)."""
+        if level == "run":
+            return pd.DataFrame(
+                [
+                    {"run": name, "n_samples": v.n_samples, "composite": v.composite.mean,
+                     "low": v.composite.interval.low if v.composite.interval else None,
+                     "high": v.composite.interval.high if v.composite.interval else None}
+                    for name, v in self.variants.items()
+                ]
+            )  # fmt: skip
+        rows = []
+        for pair in self.pairs:
+            c = pair.comparison
+            parts = (
+                {"composite": c.composite, **c.components}
+                if level == "component"
+                else {"composite": c.composite}
+            )
+            for name, d in parts.items():
+                row: dict[str, Any] = {"control": c.control, "treatment": c.treatment}
+                if level == "component":
+                    row["component"] = name
+                row.update(
+                    verdict=pair.decision.verdict.value,
+                    n_pairs=c.n_pairs,
+                    **{k: d.to_dict().get(k) for k in ("estimate", "low", "high")},
+                )
+                rows.append(row)  # fmt: skip
+        if level not in ("pair", "component"):
+            raise InputError(
+                f"unknown level '{level}' of a comparison", hint="Levels: pair, component, run."
+            )
+        return pd.DataFrame(rows)
+
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": REPORT_SCHEMA_VERSION,
             "kind": "compare",
             "scheme": self.scheme,
             "source": self.origin,
@@ -91,57 +141,40 @@ class CompareResult:
         }
 
 
-def compare(
-    samples: SampleSet,
-    *,
-    scheme: str,
-    control: str,
-    treatments: list[str] | tuple[str, ...] = (),
-    scheme_options: dict[str, Any] | None = None,
-    threshold: float = DEFAULT_THRESHOLD,
-    confidence_level: float = 0.95,
-    n_resamples: int = 10_000,
-    seed: int = DEFAULT_SEED,
-    trivial_diff: float = DEFAULT_TRIVIAL_DIFF,
-) -> CompareResult:
-    """Compare `control` with each of `treatments` (none: a SOLO report on the control)."""
-    impl = get_scheme(scheme)
-    if not isinstance(impl, ComparableScheme):
-        raise InputError(
-            f"scheme '{scheme}' does not pair samples across runs",
-            hint="Compare with --scheme layered or --scheme metric.",
-        )
-    if not 0.0 < confidence_level < 1.0:
-        raise InputError(f"--confidence must be in (0, 1), got {confidence_level}")
-    runs = samples.runs()
+def check_runs(available: list[str], origin: str, control: str, treatments: list[str]) -> None:
+    """Every run named exists, and none twice."""
     wanted = [control, *treatments]
-    missing = [r for r in wanted if r not in runs]
+    missing = [r for r in wanted if r not in available]
     if missing:
         raise InputError(
-            f"run(s) not found in {samples.origin}: {', '.join(missing)}",
-            hint=f"Runs there: {', '.join(runs)}.",
+            f"run(s) not found in {origin}: {', '.join(missing)}",
+            hint=f"Runs there: {', '.join(available)}.",
+            parameters=["baseline", "candidates"],
         )
     if len(set(wanted)) != len(wanted):
-        raise InputError("a run is named twice among --control and --treatment")
-    return _compare(samples, impl, scheme, control, list(treatments), scheme_options,
-                    threshold, confidence_level, n_resamples, seed, trivial_diff)  # fmt: skip
+        raise InputError(
+            "a run is named twice among `baseline` and `candidates`",
+            parameters=["baseline", "candidates"],
+        )
 
 
-def _compare(
-    samples: SampleSet,
-    impl: ComparableScheme,
+def compare_staged(
+    staged: StagedScores,
+    *,
     scheme: str,
+    origin: str,
     control: str,
     treatments: list[str],
     scheme_options: dict[str, Any] | None,
-    threshold: float,
+    threshold: float | None,
     confidence_level: float,
     n_resamples: int,
     seed: int,
     trivial_diff: float,
 ) -> CompareResult:
+    """Compare `control` with each of `treatments` (none: a SOLO report on the control) on the
+    per-sample components `staged` holds for all of them."""
     wanted = [control, *treatments]
-    staged = impl.stage(samples, wanted, **(scheme_options or {}))
     k = max(1, len(treatments))
     pair_confidence = 1.0 - (1.0 - confidence_level) / k
     z = z_from_confidence(confidence_level)
@@ -154,7 +187,7 @@ def _compare(
                 summarize_run,
                 staged,
                 staged.fetch(run),
-                threshold=threshold,
+                threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
                 confidence_level=confidence_level,
                 n_resamples=n_resamples,
                 seed=seed,
@@ -191,7 +224,7 @@ def _compare(
     notes = list(staged.notes)
     if not treatments:
         return CompareResult(
-            scheme, samples.origin, parameters, control, variants, [], Verdict.SOLO,
+            scheme, origin, parameters, control, variants, [], Verdict.SOLO,
             f"only '{control}' is given: nothing to compare against (add --treatment RUN)",
             {}, notes,
         )  # fmt: skip
@@ -217,6 +250,6 @@ def _compare(
             f"{worst.comparison.treatment} vs {control}: {reason} (worst of {len(pairs)} pairs)"
         )
     return CompareResult(
-        scheme, samples.origin, parameters, control, variants, pairs,
+        scheme, origin, parameters, control, variants, pairs,
         worst.decision.verdict, reason, worst.badges, notes,
     )  # fmt: skip

@@ -19,17 +19,18 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from calipers.schemes.persample import (
+from calipers.verdicts.paired import PairedComparison
+from calipers.verdicts.persample import (
     CV_LIMIT,
     HUMAN_ALIGNED,
     JUDGE_AGREE,
     JUDGE_DISAGREE,
     RunSummary,
 )
-from calipers.verdicts.paired import PairedComparison
 
 MIN_PAIRS = 20
 DEFAULT_TRIVIAL_DIFF = 0.1
+DEFAULT_THRESHOLD = 3.5  # the layer gate: every present layer's mean must reach it (1–5 scale)
 
 
 class Verdict(StrEnum):

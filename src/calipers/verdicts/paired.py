@@ -11,9 +11,9 @@ import numpy as np
 import numpy.typing as npt
 
 from calipers.errors import DataError, InputError
-from calipers.schemes.persample import FloatArray, StagedScores, dense_sorted
 from calipers.stats import BootstrapResult, minimum_detectable_effect, paired_bootstrap
 from calipers.stats.multivariate import HotellingResult, hotelling_t2
+from calipers.verdicts.persample import FloatArray, StagedScores, dense_sorted
 
 
 @dataclass

@@ -16,8 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from calipers.data.decision import DecisionField, DecisionFieldMissing
 from calipers.errors import InputError
-from calipers.running.decision import DecisionField, DecisionFieldMissing
 
 REPORT = "report.json"
 

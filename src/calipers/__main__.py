@@ -1,0 +1,5 @@
+"""`python -m calipers`: the same command line as `calipers`."""
+
+from calipers.cli.main import run
+
+run()

@@ -1,0 +1,219 @@
+"""The Python front door: open samples, score them with a scheme, compare runs. The command line
+is a thin layer over exactly these calls (`calipers.cli`), and `import calipers` gives them by name.
+
+    import calipers
+
+    with calipers.open("results.jsonl") as samples:
+        result = calipers.score(samples, "reasonscore")
+        result.to_frame("task")
+        verdict = calipers.compare(samples, "metric", baseline="base", candidates=["new"],
+                                   metric="accuracy")
+
+Errors are `calipers.errors.CalipersError` subclasses that name the parameter they are about.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from calipers.data.sampleset import SampleSet
+from calipers.errors import InputError
+from calipers.schemes import available, get_scheme
+from calipers.schemes.base import Scheme, SchemeResult
+from calipers.verdicts.base import Comparison
+from calipers.workspace import DEFAULT_DB
+
+__all__ = ["Samples", "compare", "load", "open", "schemes", "score"]
+
+
+class Samples(SampleSet):
+    """A sample set that is also a context manager: `with calipers.open(...) as samples:`. It
+    closes its connection on exit (or `close()`)."""
+
+    def __enter__(self) -> Samples:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __repr__(self) -> str:
+        return f"<calipers.Samples of {self.origin}: {self.count():,} samples, runs {self.runs()}>"
+
+
+def open(
+    source: str | Path | Any | None = None,
+    *,
+    db: str | Path | None = None,
+    runs: Sequence[str] | None = None,
+    format: str = "auto",
+) -> Samples:
+    """Samples from wherever they are, ready for `score` and `compare`.
+
+    `source` is a file (JSON Lines, CSV, Parquet, or another tool's output, read by content and
+    validated, not imported), a pandas or polars DataFrame, a pyarrow Table, or a list of dicts
+    (one per sample, fields as in `calipers schema`); None opens the store at `db` (default
+    .calipers/calipers.duckdb) read-only. `runs` keeps only those runs.
+    """
+    from calipers.data.source import open_samples
+
+    if source is not None and db is not None:
+        raise InputError("give either `source` or `db`, not both", parameters=["source", "db"])
+    if source is None:
+        samples = open_samples(None, db=db or DEFAULT_DB)
+        if runs:
+            samples = _only_runs(samples, runs)
+        return _as_samples(samples)
+    if isinstance(source, str | Path):
+        samples = open_samples(Path(source), format=format)
+    else:
+        samples = _open_records(source)
+    if runs:
+        samples = _only_runs(samples, runs)
+    return _as_samples(samples)
+
+
+def _as_samples(samples: SampleSet) -> Samples:
+    return Samples(samples.con, samples.relation, samples.origin, samples.warnings)
+
+
+def _open_records(data: Any) -> SampleSet:
+    """A DataFrame, Arrow table or list of dicts: written to a temporary JSON Lines file and read
+    through the same validation as any file, so every problem is reported the same way."""
+    import json
+    import tempfile
+
+    from calipers.data.source import open_samples
+
+    kind = type(data).__module__.split(".")[0]
+    if isinstance(data, list | tuple):
+        if not all(isinstance(row, Mapping) for row in data):
+            raise InputError(
+                "`source` as a list must hold one dict per sample", parameters=["source"]
+            )
+        rows = [dict(row) for row in data]
+        origin = f"<list of {len(rows)} samples>"
+    elif kind in ("pandas", "polars", "pyarrow"):
+        rows = _records_of(data, kind)
+        origin = f"<{kind} {type(data).__name__} of {len(rows)} rows>"
+    else:
+        raise InputError(
+            f"`source` cannot be a {type(data).__name__}",
+            hint="Give a file path, a pandas or polars DataFrame, a pyarrow Table, a list of "
+            "dicts, or None for the store.",
+            parameters=["source"],
+        )
+    with tempfile.TemporaryDirectory(prefix="calipers-open-") as tmp:
+        path = Path(tmp) / "samples.jsonl"
+        path.write_text(
+            "".join(json.dumps(r, default=_json_default) + "\n" for r in rows), encoding="utf-8"
+        )
+        samples = open_samples(path, format="jsonl")
+    samples.origin = origin
+    return samples
+
+
+def _records_of(data: Any, kind: str) -> list[dict[str, Any]]:
+    if kind == "pandas":
+        frame = data.astype(object).where(data.notna(), None)
+        return [dict(r) for r in frame.to_dict(orient="records")]
+    if kind == "polars":
+        return list(data.to_dicts())
+    return list(data.to_pylist())
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    if hasattr(value, "tolist"):  # numpy arrays in nested fields
+        return value.tolist()
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def _only_runs(samples: SampleSet, runs: Sequence[str]) -> SampleSet:
+    from calipers.data.files import sql_literal
+
+    present = samples.runs()
+    missing = [r for r in runs if r not in present]
+    if missing:
+        raise InputError(
+            f"run(s) not in {samples.origin}: {', '.join(missing)}",
+            hint=f"Runs there: {', '.join(present) or '(none)'}.",
+            parameters=["runs"],
+        )
+    wanted = ", ".join(sql_literal(r) for r in runs)
+    view = f"{samples.relation}_runs"
+    samples.con.execute(
+        f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM {samples.relation} "
+        f"WHERE run IN ({wanted})"
+    )
+    return SampleSet(samples.con, view, samples.origin, samples.warnings)
+
+
+def _samples(samples: SampleSet | str | Path | Any) -> SampleSet:
+    """`score` and `compare` also take what `open` takes, for one-liners."""
+    return samples if isinstance(samples, SampleSet) else open(samples)
+
+
+def schemes() -> dict[str, type[Scheme]]:
+    """Every registered scheme by name (built-in and from the `calipers.schemes` entry points)."""
+    return available()
+
+
+def score(samples: SampleSet | str | Path | Any, scheme: str, **options: Any) -> SchemeResult:
+    """Score every run of `samples` with `scheme`; `options` are the scheme's own (an unknown one
+    is an error naming it). The result has `to_dict()`, `to_frame(level)` and shows itself in a
+    notebook. The rubric scheme records its evaluations in a store's history with
+    `history=PATH`."""
+    return get_scheme(scheme).score(_samples(samples), **options)
+
+
+def compare(
+    samples: SampleSet | str | Path | Any,
+    scheme: str,
+    *,
+    baseline: str,
+    candidates: Sequence[str] = (),
+    **options: Any,
+) -> Comparison:
+    """Compare each of `candidates` with `baseline` under `scheme` (any scheme that compares
+    runs: layered, metric, objective, or a plugin's). The result has the verdict, `reason`,
+    `to_dict()`, `to_frame()` and `gate_failure(gate)`."""
+    if isinstance(candidates, str):
+        raise InputError(
+            "`candidates` is a list of run names, not one string",
+            hint=f"Write candidates=[{candidates!r}].",
+            parameters=["candidates"],
+        )
+    return get_scheme(scheme).compare(
+        _samples(samples), baseline=baseline, candidates=list(candidates), **options
+    )
+
+
+def load(path_or_store: str | Path | object, *, run: str | None = None) -> Any:
+    """Samples as a pyarrow Table (`.to_pandas()`, `polars.from_arrow(...)`).
+
+    Accepts a sample file (JSON Lines, CSV, Parquet), a store file (`.duckdb`) or a `Store`.
+    With a file, `run` names the run of its samples (as `calipers score FILE --run`); with a
+    store, it picks that run.
+    """
+    from calipers.data.source import open_samples
+    from calipers.data.store import Store
+
+    if isinstance(path_or_store, Store):
+        return path_or_store.samples([run] if run else None).to_arrow()
+    path = Path(str(path_or_store))
+    if path.suffix in (".duckdb", ".db"):
+        with open(db=path, runs=[run] if run else None) as samples:
+            return samples.to_arrow()
+    samples = open_samples(path, run=run)
+    try:
+        return samples.to_arrow()
+    finally:
+        samples.con.close()

@@ -1,0 +1,106 @@
+"""One self-contained HTML page per result: jinja2 templates with autoescape on, plots drawn by
+matplotlib as inline SVG, styles inline, and no external request of any kind (no script, font,
+image or stylesheet from elsewhere), so the file can be attached to a CI run and opened offline.
+
+Pages are rendered from the report's JSON document (the same dict `--json` writes), so the page
+and the JSON never disagree. Every piece of user or model text is escaped by the template engine;
+the only markup not escaped is the SVG that matplotlib drew from numbers and escaped labels.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from calipers.data.files import write_atomic
+from calipers.errors import InputError
+from calipers.version import __version__
+
+
+def _environment() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("calipers.render", "templates"),
+        autoescape=True,  # every template, whatever its extension
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["num"] = _num
+    env.filters["signed"] = _signed
+    return env
+
+
+def _num(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{float(value):.{digits}f}"
+
+
+def _signed(value: Any, digits: int = 3) -> str:
+    return "—" if value is None else f"{float(value):+.{digits}f}"
+
+
+def render(
+    kind: str, report: dict[str, Any], *, plots: dict[str, str] | None = None, **context: Any
+) -> str:
+    """The page for a report of `kind` (the name of its template)."""
+    template = _environment().get_template(f"{kind}.html.j2")
+    return str(template.render(report=report, plots=plots or {}, version=__version__, **context))
+
+
+def write_html(text: str, destination: Path) -> None:
+    """Write atomically: a temp file in the same directory, then a rename."""
+    if destination.is_dir():
+        raise InputError(f"--html {destination}: is a directory", hint="Give a file path.")
+    try:
+        write_atomic(destination, text, shared=True)
+    except OSError as exc:
+        raise InputError(f"cannot write {destination}: {exc.strerror}") from exc
+
+
+def generic_tables(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Tables for a report no template knows (a scheme from another package): each top-level
+    mapping of records (e.g. `runs`) or list of records becomes a table of its scalar fields."""
+    tables = []
+    for key, value in report.items():
+        records: list[tuple[str | None, dict[str, Any]]] = []
+        if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
+            records = [(str(k), v) for k, v in value.items()]
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            records = [(None, v) for v in value]
+        if not records or key == "parameters":
+            continue
+        columns: list[str] = []
+        for _, record in records:
+            columns += [c for c, v in record.items() if _scalar(v) and c not in columns]
+        if not columns:
+            continue
+        named = records[0][0] is not None
+        rows = [
+            ([name] if named else []) + [_cell(record.get(c)) for c in columns]
+            for name, record in records
+        ]
+        tables.append((key, {"columns": (["name"] if named else []) + columns, "rows": rows}))
+    return tables
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def _cell(value: Any) -> str:
+    return _num(value, 3) if isinstance(value, float | bool) or value is None else str(value)
+
+
+def generic_page(report: dict[str, Any], *, title: str) -> str:
+    """A comparison page for a report no template knows: its verdict and its tables."""
+    from calipers.render.json_report import clean
+
+    report = clean(report)
+    return render("generic-compare", report, title=title, tables=generic_tables(report))

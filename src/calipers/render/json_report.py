@@ -1,0 +1,49 @@
+"""JSON reports: plain types, no NaN (missing is null), written atomically."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from calipers.data.files import write_atomic
+from calipers.errors import InputError
+
+REPORT_SCHEMA_VERSION = "1"  # of every JSON report; the schemas are `calipers schema --report`
+
+
+def clean(value: Any) -> Any:
+    """Replace non-finite floats by None and numpy scalars by Python ones, recursively."""
+    if isinstance(value, dict):
+        return {str(k): clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy scalar
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def dumps(report: dict[str, Any]) -> str:
+    return json.dumps(clean(report), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def write_json(report: dict[str, Any], destination: str | Path) -> None:
+    """Write to a path (temp file in the same directory, then rename) or to stdout for "-"."""
+    text = dumps(report)
+    if str(destination) == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    path = Path(destination)
+    if path.is_dir():
+        raise InputError(
+            f"--json {path}: is a directory", hint="Give a file path, or - for stdout."
+        )
+    try:
+        write_atomic(path, text, shared=True)
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror}") from exc

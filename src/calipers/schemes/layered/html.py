@@ -1,0 +1,50 @@
+"""layered and metric on an HTML page: composites with intervals, and the comparison page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from calipers.render import plots as draw
+from calipers.render.html import render
+from calipers.render.json_report import clean
+
+
+def summary_section(report: dict[str, Any]) -> dict[str, Any]:
+    """layered / metric scores: per run the composite with its interval and each component."""
+    runs = report["runs"]
+    rows = [
+        (name, r["composite"]["mean"], r["composite"]["low"], r["composite"]["high"],
+         bool(r.get("gate_passed", True)))
+        for name, r in runs.items()
+    ]  # fmt: skip
+    plots = {}
+    if rows:
+        threshold = report["parameters"].get("threshold")
+        plots["composite"] = draw.forest(
+            rows, title=f"composite per run ({report['parameters']['confidence_level']:.0%} "
+            "intervals)", xlabel="composite", reference=threshold,
+        )  # fmt: skip
+    components: list[str] = []
+    for r in runs.values():
+        components += [c for c in r["components"] if c not in components]
+    return {"kind": "summary", "report": report, "plots": plots, "components": components}
+
+
+def compare_page(report: dict[str, Any]) -> str:
+    """layered / metric comparison: the verdict, variants, a forest plot of the paired
+    differences per pair, per-task table, badges, methodology."""
+    report = clean(report)
+    plots = {}
+    for i, pair in enumerate(report["pairs"]):
+        rows = [("composite", *_diff(pair["composite"]))]
+        rows += [(name, *_diff(d)) for name, d in pair["layers"].items()]
+        plots[f"forest-{i}"] = draw.forest(
+            rows, title=f"paired differences ({pair['confidence_level']:.0%} intervals)"
+        )
+    return render("compare", report, plots=plots)
+
+
+def _diff(d: dict[str, Any] | None) -> tuple[Any, Any, Any, bool]:
+    if not d:
+        return None, None, None, False
+    return d.get("estimate"), d.get("low"), d.get("high"), bool(d.get("significant"))

@@ -1,0 +1,392 @@
+"""Layered composite (seed 000): fact, behavior and judge layers on a 1–5 scale, and their mean.
+
+    fact, behavior  1 + 4 · passed_weight / total_weight over the sample's assertions of that layer
+                    (the layer of an assertion comes from its type: `calipers.data.model`)
+    judge           mean over judges and repeats of the overall judgment (dimension null),
+                    rescaled to 1–5 from its scale (1–5 when none is given); a failed judgment
+                    (error set or score null) is missing, never 0
+    composite       mean of the layers present (weighted with `weights`), after z-scoring each layer
+                    over the compared samples when `standardize` is on
+
+A sample without any layer has no composite: it is counted as missing, not scored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from calipers.data.files import sql_literal
+from calipers.data.model import BEHAVIOR_ASSERTIONS, FACT_ASSERTIONS, layer_case
+from calipers.data.sampleset import SampleSet
+from calipers.errors import InputError
+from calipers.schemes.base import SchemeResult
+from calipers.stats import z_from_confidence
+from calipers.verdicts.persample import (
+    FloatArray,
+    RunSummary,
+    StagedRows,
+    StagedScores,
+    as_floats,
+    stage_rows,
+    summarize_run,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+LAYERS = ("fact", "behavior", "judge")
+
+
+def parse_weights(text: str | Mapping[str, float] | None) -> dict[str, float]:
+    """`fact=1,behavior=1,judge=2` (or a mapping) → weights; unnamed layers weigh 1."""
+    if text is None:
+        return dict.fromkeys(LAYERS, 1.0)
+    items: Mapping[str, Any]
+    if isinstance(text, str):
+        parsed: dict[str, str] = {}
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            name, sep, value = part.partition("=")
+            if not sep:
+                raise InputError(
+                    f"`weights`: '{part}' is not LAYER=NUMBER",
+                    parameters=["weights"],
+                    hint="e.g. fact=2,behavior=1,judge=1",
+                )
+            parsed[name.strip()] = value.strip()
+        items = parsed
+    else:
+        items = text
+    weights = dict.fromkeys(LAYERS, 1.0)
+    for name, raw_value in items.items():
+        if name not in LAYERS:
+            raise InputError(
+                f"`weights`: unknown layer '{name}'",
+                hint="Layers: fact, behavior, judge.",
+                parameters=["weights"],
+            )
+        try:
+            weight = float(raw_value)
+        except (TypeError, ValueError):
+            raise InputError(
+                f"`weights`: {name}={raw_value!r} is not a number", parameters=["weights"]
+            ) from None
+        if not np.isfinite(weight) or weight < 0:
+            raise InputError(
+                f"`weights`: {name}={raw_value} must be a finite number ≥ 0", parameters=["weights"]
+            )
+        weights[name] = weight
+    if not any(weights.values()):
+        raise InputError(
+            "`weights`: at least one layer needs a positive weight", parameters=["weights"]
+        )
+    return weights
+
+
+def weighted_mean(values: Mapping[str, FloatArray], weights: Mapping[str, float]) -> FloatArray:
+    """Σ w·x / Σ w over the layers present in each sample; NaN where none is."""
+    total = None
+    weight_sum = None
+    for name, w in weights.items():
+        if w == 0 or name not in values:
+            continue
+        x = values[name]
+        present = np.isfinite(x)
+        part = np.where(present, x * w, 0.0)
+        wpart = np.where(present, w, 0.0)
+        total = part if total is None else total + part
+        weight_sum = wpart if weight_sum is None else weight_sum + wpart
+    if total is None or weight_sum is None:
+        raise InputError("no layer has a positive weight")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(weight_sum > 0, total / weight_sum, np.nan)
+
+
+def _judge_score(j: str) -> str:
+    lo, hi = f"coalesce({j}.scale_min, 1.0)", f"coalesce({j}.scale_max, 5.0)"
+    return f"1.0 + 4.0 * ({j}.score - {lo}) / ({hi} - {lo})"
+
+
+_JUDGE_OK = "j.dimension IS NULL AND j.score IS NOT NULL AND j.error IS NULL"
+_IN_SCALE = "j.score BETWEEN coalesce(j.scale_min, 1.0) AND coalesce(j.scale_max, 5.0)"
+_SCALE_TOLERANCE = 1e-9  # rescaling a score at a bound of its scale may land a hair outside 1–5
+
+# Assertions are counted in one pass per sample: each adds 1 to one of six 10-bit counters packed
+# in a BIGINT (a list_transform over millions of assertions costs about as much per pass as the
+# rest of staging together). Weights other than 1, or more than 1,023 assertions in a sample, take
+# the general path of weighted sums.
+_SLOTS = ("fact_passed", "fact_failed", "behavior_passed", "behavior_failed", "bad", "weighted")
+_BITS = 10
+_MAX_PACKED = (1 << _BITS) - 1
+
+
+def _packed_assertions() -> str:
+    fact = ", ".join(f"'{t}'" for t in FACT_ASSERTIONS)
+    behavior = ", ".join(f"'{t}'" for t in BEHAVIOR_ASSERTIONS)
+    one = {slot: f"{1 << (_BITS * i)}::BIGINT" for i, slot in enumerate(_SLOTS)}
+    return (
+        "list_sum(list_transform(assertions, lambda a: CASE "
+        f"WHEN a.passed IS NULL OR a.type IS NULL THEN {one['bad']} "
+        f"WHEN a.type IN ({fact}) THEN CASE WHEN a.passed THEN {one['fact_passed']} "
+        f"ELSE {one['fact_failed']} END "
+        f"WHEN a.type IN ({behavior}) THEN CASE WHEN a.passed THEN {one['behavior_passed']} "
+        f"ELSE {one['behavior_failed']} END "
+        f"ELSE {one['bad']} END + CASE WHEN a.weight IS NOT NULL AND a.weight <> 1 "
+        f"THEN {one['weighted']} ELSE 0::BIGINT END))::BIGINT"
+    )
+
+
+def _weight_sum(*, fact_only: bool, passed: bool) -> str:
+    conds = [f"a.type IN ({', '.join(repr(t) for t in FACT_ASSERTIONS)})"] if fact_only else []
+    conds += ["a.passed"] if passed else []
+    value = "coalesce(a.weight, 1.0)"
+    body = f"CASE WHEN {' AND '.join(conds)} THEN {value} ELSE 0.0 END" if conds else value
+    return f"list_sum(list_transform(assertions, lambda a: {body}))"
+
+
+def _judge_scores(name: str | None) -> str:
+    """A sample's overall judgments by one judge (None: by an unnamed one), rescaled to 1–5."""
+    who = "j.judge IS NULL" if name is None else f"j.judge = {sql_literal(name)}"
+    return (
+        f"list_transform(judgments, lambda j: CASE WHEN {_JUDGE_OK} AND {who} "
+        f"THEN {_judge_score('j')} END)"
+    )
+
+
+def _raise_bad_input(samples: SampleSet, where: str) -> None:
+    """Find the first sample with an unknown assertion type, an ungraded assertion or a judge score
+    off its scale, and say which (only runs when staging saw one)."""
+    rel = samples.relation
+    unknown = samples.con.execute(
+        f"SELECT run, task, sample_id, epoch, a.type FROM (SELECT run, task, sample_id, epoch, "
+        f"unnest(assertions) AS a FROM {rel} WHERE {where}) "
+        f"WHERE coalesce({layer_case('a')}, 'unknown') = 'unknown' LIMIT 1"
+    ).fetchall()
+    if unknown:
+        r = unknown[0]
+        raise InputError(
+            f"unknown assertion type '{r[4]}' in sample (run={r[0]}, task={r[1]}, "
+            f"sample_id={r[2]}, epoch={r[3]})",
+            hint="See `calipers schema` for the assertion types and their layers.",
+        )
+    ungraded = samples.con.execute(
+        f"SELECT run, task, sample_id, epoch FROM {rel} WHERE {where} AND "
+        "list_bool_or(list_transform(assertions, lambda a: a.passed IS NULL)) LIMIT 1"
+    ).fetchall()
+    if ungraded:
+        r = ungraded[0]
+        raise InputError(
+            f"{samples.origin}: sample (run={r[0]}, task={r[1]}, sample_id={r[2]}, epoch={r[3]}) "
+            "has assertion specs without results (`passed`)",
+            hint="Evaluate them first: `calipers grade FILE -o graded.jsonl`, or `calipers grade` "
+            "for the store.",
+        )
+    off_scale = samples.con.execute(
+        f"SELECT run, task, sample_id, epoch, j.score, coalesce(j.scale_min, 1.0), "
+        f"coalesce(j.scale_max, 5.0) FROM (SELECT run, task, sample_id, epoch, "
+        f"unnest(judgments) AS j FROM {rel} WHERE {where}) WHERE {_JUDGE_OK} AND NOT {_IN_SCALE} "
+        "LIMIT 1"
+    ).fetchall()
+    if off_scale:
+        r = off_scale[0]
+        scale = "the default 1–5 scale" if (r[5], r[6]) == (1.0, 5.0) else "its scale"
+        raise InputError(
+            f"judge score {r[4]} is outside {scale} {r[5]:g}–{r[6]:g} in sample "
+            f"(run={r[0]}, task={r[1]}, sample_id={r[2]}, epoch={r[3]})",
+            hint="Give the judgment's scale_min and scale_max.",
+        )
+    raise InputError(f"{samples.origin}: an assertion or judgment could not be read")
+
+
+def _layer(passed: npt.ArrayLike, total: npt.ArrayLike) -> FloatArray:
+    p, t = np.asarray(passed, dtype=np.float64), np.asarray(total, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(t > 0, 1.0 + 4.0 * p / t, np.nan)
+
+
+def _assertion_layers(
+    samples: SampleSet, runs: list[str], rows: StagedRows
+) -> dict[str, FloatArray]:
+    packed = np.asarray(np.ma.filled(rows.columns["packed"], 0), dtype=np.int64)
+    slot = {name: (packed >> (_BITS * i)) & _MAX_PACKED for i, name in enumerate(_SLOTS)}
+    n_assertions = np.asarray(np.ma.filled(rows.columns["n_assertions"], 0), dtype=np.int64)
+    if slot["bad"].any():
+        _raise_bad_input(samples, f"run IN ({', '.join(sql_literal(r) for r in runs)})")
+    if not slot["weighted"].any() and n_assertions.max(initial=0) <= _MAX_PACKED:
+        fact_total = slot["fact_passed"] + slot["fact_failed"]
+        behavior_total = slot["behavior_passed"] + slot["behavior_failed"]
+        return {
+            "fact": _layer(slot["fact_passed"], fact_total),
+            "behavior": _layer(slot["behavior_passed"], behavior_total),
+        }
+    # Every type is known by now, so behavior = all − fact: two passes fewer.
+    weighted = stage_rows(
+        samples,
+        runs,
+        {
+            "f_total": _weight_sum(fact_only=True, passed=False),
+            "f_passed": _weight_sum(fact_only=True, passed=True),
+            "a_total": _weight_sum(fact_only=False, passed=False),
+            "a_passed": _weight_sum(fact_only=False, passed=True),
+        },
+    )
+    col = {k: np.nan_to_num(as_floats(v)) for k, v in weighted.columns.items()}
+    return {
+        "fact": _layer(col["f_passed"], col["f_total"]),
+        "behavior": _layer(col["a_passed"] - col["f_passed"], col["a_total"] - col["f_total"]),
+    }
+
+
+def _judge_names(samples: SampleSet, where: str) -> list[str | None]:
+    rows = samples.con.execute(
+        f"SELECT DISTINCT j.judge FROM (SELECT unnest(judgments) AS j FROM {samples.relation} "
+        f"WHERE {where}) WHERE {_JUDGE_OK} ORDER BY 1 NULLS LAST"
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def stage_layers(
+    samples: SampleSet,
+    runs: list[str],
+    *,
+    weights: Mapping[str, float],
+    standardize: bool,
+) -> StagedScores:
+    """Each sample of `runs` with its fact, behavior and judge layers (NaN = missing)."""
+    where = f"run IN ({', '.join(sql_literal(r) for r in runs)})"
+    judges = _judge_names(samples, where)
+    expressions = {"packed": _packed_assertions(), "n_assertions": "len(assertions)"}
+    lists = {f"judge_{i}": _judge_scores(name) for i, name in enumerate(judges)}
+    for i in range(len(judges)):
+        # One transform per judge, four cheap aggregates over it. A rescaled score outside 1–5 is
+        # a score off its scale: min and max catch it without another pass.
+        for agg in ("sum", "count", "min", "max"):
+            expressions[f"judge_{i}_{agg}"] = f"list_{agg}(judge_{i})"
+    expressions["human"] = (
+        "list_avg(list_transform(list_filter(human, lambda h: h.dimension IS NULL), "
+        "lambda h: h.score))"
+    )
+    rows = stage_rows(samples, runs, expressions, lists=lists)
+    values = _assertion_layers(samples, runs, rows)
+    n = rows.columns["sid"].size
+    judge_sum, judge_count = np.zeros(n), np.zeros(n)
+    per_judge: dict[str, FloatArray] = {}
+    for i, name in enumerate(judges):
+        col = {agg: as_floats(rows.columns[f"judge_{i}_{agg}"]) for agg in ("sum", "min", "max")}
+        low, high = np.nanmin(col["min"], initial=1.0), np.nanmax(col["max"], initial=5.0)
+        if low < 1.0 - _SCALE_TOLERANCE or high > 5.0 + _SCALE_TOLERANCE:
+            _raise_bad_input(samples, where)
+        count = np.nan_to_num(as_floats(rows.columns[f"judge_{i}_count"]))
+        total = np.nan_to_num(col["sum"])
+        judge_sum += total
+        judge_count += count
+        if name is not None:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                per_judge[name] = np.where(count > 0, total / count, np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        values["judge"] = np.where(judge_count > 0, judge_sum / judge_count, np.nan)
+    human = as_floats(rows.columns["human"])
+    notes: list[str] = []
+    w = dict(weights)
+
+    def raw(layers: Mapping[str, FloatArray]) -> FloatArray:
+        return weighted_mean(layers, w)
+
+    combine = raw
+    if standardize:
+        centre = {}
+        for name in LAYERS:
+            x = values[name][np.isfinite(values[name])]
+            if x.size == 0:
+                continue
+            sd = float(np.std(x, ddof=1)) if x.size > 1 else 0.0
+            if not sd:
+                notes.append(f"standardize: the {name} layer does not vary; its z-scores are 0")
+            centre[name] = (float(x.mean()), sd)
+
+        def combine(layers: Mapping[str, FloatArray]) -> FloatArray:
+            z = {}
+            for name, x in layers.items():
+                if name in centre:
+                    mean, sd = centre[name]
+                    z[name] = (x - mean) / sd if sd > 0 else np.where(np.isfinite(x), 0.0, np.nan)
+            return weighted_mean(z, w)
+
+        notes.append(
+            "standardize: each layer is z-scored over all compared samples before weighting; "
+            "the composite is in standard deviations, gates still read the 1–5 layer means"
+        )
+    return StagedScores(
+        runs=rows.run_arrays(
+            {name: values[name] for name in LAYERS},
+            per_judge if len(per_judge) >= 2 else {},
+            human,
+        ),
+        tasks=rows.tasks,
+        components=LAYERS,
+        combine=combine,
+        raw_combine=raw,
+        gated=True,
+        notes=notes,
+    )
+
+
+@dataclass
+class SummaryResult(SchemeResult):
+    """Per-run summaries of a comparable scheme (layered or metric)."""
+
+    runs: dict[str, RunSummary] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        body = self.header()
+        body["runs"] = {name: r.to_dict() for name, r in self.runs.items()}
+        return body
+
+    def to_frame(self, level: str = "run") -> pd.DataFrame:
+        """Levels: "run" (composite and each component) and "task" (composite per task)."""
+        import pandas as pd  # lazily: only for callers who want a DataFrame
+
+        rows: list[dict[str, Any]] = []
+        for r in self.runs.values():
+            if level == "run":
+                row: dict[str, Any] = {"run": r.run, "n_samples": r.n_samples}
+                row["composite"] = r.composite.mean
+                row.update({name: c.mean for name, c in r.components.items()})
+                rows.append(row)
+            elif level == "task":
+                rows.extend({"run": r.run, "task": t, **v} for t, v in r.tasks.items())
+            else:
+                raise InputError(f"unknown level '{level}' (run or task)")
+        return pd.DataFrame(rows)
+
+
+def summarize(
+    staged: StagedScores,
+    runs: list[str],
+    *,
+    scheme: str,
+    origin: str,
+    parameters: dict[str, Any],
+    threshold: float,
+    confidence_level: float,
+    n_resamples: int,
+    seed: int,
+) -> SummaryResult:
+    z = z_from_confidence(confidence_level)
+    summaries = {
+        run: summarize_run(
+            staged,
+            staged.fetch(run),
+            threshold=threshold,
+            confidence_level=confidence_level,
+            n_resamples=n_resamples,
+            seed=seed,
+            z=z,
+        )
+        for run in runs
+    }
+    return SummaryResult(scheme, parameters, origin, list(staged.notes), summaries)

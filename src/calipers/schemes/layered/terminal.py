@@ -1,0 +1,117 @@
+"""Terminal views of the comparable schemes: per-run summaries, and a comparison's verdict in one
+line followed by a table of variants and a table of pairs."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from calipers.render.terminal import notes as print_notes
+from calipers.render.terminal import num
+from calipers.schemes.layered.scoring import SummaryResult
+from calipers.verdicts.compare import CompareResult
+from calipers.verdicts.gates import Verdict
+from calipers.verdicts.paired import Difference
+from calipers.verdicts.persample import RunSummary
+
+VERDICT_STYLE = {
+    Verdict.PROGRESS: "bold green",
+    Verdict.CAUTIOUS: "bold yellow",
+    Verdict.REGRESS: "bold red",
+    Verdict.NOISE: "bold blue",
+    Verdict.UNDERPOWERED: "bold magenta",
+    Verdict.SOLO: "bold",
+}
+
+
+def _interval(low: float | None, high: float | None, fmt: str = ".2f") -> str:
+    return "—" if low is None or high is None else f"[{low:{fmt}}, {high:{fmt}}]"
+
+
+def _variants_table(runs: dict[str, RunSummary], title: str, control: str | None) -> Table:
+    any_run = next(iter(runs.values()))
+    components = list(any_run.components) if any_run.layers_used else []  # metric: no layers
+    table = Table(title=title, title_justify="left", pad_edge=False)
+    table.add_column("run", overflow="fold")
+    table.add_column("n", justify="right")
+    table.add_column("composite", justify="right")
+    for name in components:
+        table.add_column(name, justify="right")
+    if components:
+        table.add_column("layers", overflow="fold")
+    for run in runs.values():
+        label = escape(run.run) + (" (control)" if run.run == control else "")
+        c = run.composite
+        ci = _interval(c.interval.low, c.interval.high) if c.interval else ""
+        cells = [label, str(run.n_samples), f"{num(c.mean, '.2f')}\n{ci}"]
+        for name in components:
+            comp = run.components[name]
+            mark = "" if comp.gate is not False else " ✗"
+            cells.append(num(comp.mean, ".2f") + mark)
+        if components:
+            cells.append(_layers_used(run.layers_used))
+        table.add_row(*cells)
+    return table
+
+
+def _layers_used(used: dict[str, int]) -> str:
+    """fact+behavior+judge → FBJ; counts only when samples differ in the layers they have."""
+    short = {
+        k: "".join(p[0].upper() for p in k.split("+")) if k != "none" else "none" for k in used
+    }
+    if len(used) == 1:
+        return short[next(iter(used))]
+    return ", ".join(f"{short[k]} {v}" for k, v in sorted(used.items(), key=lambda kv: -kv[1]))
+
+
+def summary(result: SummaryResult, console: Console) -> None:
+    console.print(_variants_table(result.runs, f"{result.scheme} scores", None))
+    if result.scheme == "layered":
+        console.print("[dim]✗ layer mean below the gate · layers: F fact, B behavior, J judge[/]")
+    print_notes(result.notes, console)
+
+
+def _diff_cell(d: Difference | None) -> str:
+    if d is None or d.estimate is None:
+        return "—"
+    star = "*" if d.significant else ""
+    ci = "" if d.low is None or d.high is None else f" [{d.low:+.2f}, {d.high:+.2f}]"
+    return f"{d.estimate:+.3f}{star}{ci}"
+
+
+def comparison(result: CompareResult, console: Console) -> None:
+    style = VERDICT_STYLE[result.verdict]
+    console.print(f"[{style}]{result.verdict.value}[/] {escape(result.reason)}")
+    console.print(_variants_table(result.variants, "variants", result.control))
+    if result.pairs:
+        # One column per treatment and one row per quantity: stays inside 80 columns.
+        layers = list(result.pairs[0].comparison.components)
+        table = Table(title="treatment − control", title_justify="left", pad_edge=False)
+        table.add_column("")
+        for pair in result.pairs:
+            table.add_column(escape(pair.comparison.treatment), justify="right", overflow="fold")
+        table.add_row("verdict", *(p.decision.verdict.value for p in result.pairs))
+        table.add_row("paired samples", *(str(p.comparison.n_pairs) for p in result.pairs))
+        table.add_row("composite", *(_diff_cell(p.comparison.composite) for p in result.pairs))
+        for name in layers:
+            table.add_row(
+                name, *(_diff_cell(p.comparison.components.get(name)) for p in result.pairs)
+            )
+        table.add_row("MDE", *(num(p.comparison.mde, ".3f") for p in result.pairs))
+        console.print(table)
+        console.print(
+            f"[dim]* interval excludes 0 · {result.parameters['n_resamples']} resamples · "
+            f"seed {result.seed} · α {1 - result.parameters['confidence_level']:.3g}"
+            + (f" split over {len(result.pairs)} treatments" if len(result.pairs) > 1 else "")
+            + "[/]"
+        )
+    if result.badges:
+        console.print(
+            "badges: "
+            + " · ".join(
+                f"{name.replace('_', ' ')} {'✓' if v else '✗' if v is False else 'n/a'}"
+                for name, v in result.badges.items()
+            )
+        )
+    print_notes(result.notes + [n for p in result.pairs for n in p.comparison.notes], console)

@@ -1,0 +1,9 @@
+"""ReasonScore: Wilson intervals on guessing-corrected counts per difficulty point, re-aggregated
+per task, a geometric mean over tasks per tier, and score/token. `scoring` makes the numbers,
+`terminal` and `html` show them."""
+
+from __future__ import annotations
+
+from calipers.schemes.reasonscore.scoring import ReasonScore, ReasonScoreOptions, ReasonScoreResult
+
+__all__ = ["ReasonScore", "ReasonScoreOptions", "ReasonScoreResult"]

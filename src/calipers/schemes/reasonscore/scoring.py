@@ -1,0 +1,419 @@
+"""ReasonScore (seed 003): Wilson intervals on guessing-corrected counts, a truncation penalty,
+a geometric mean over tasks, and score per token.
+
+    point  adj_s = correct − Σ guess_chance,  adj_n = total − Σ guess_chance
+           score = center + margin − truncated/total        (Wilson on adj_s, adj_n)
+    task   the same over the sums of its points' adjusted counts, clamped to ≥ 0.01
+    tier   1000 · geometric mean of its task scores
+    run    score/token = mean of tier scores / mean of the tiers' average output tokens per sample
+
+Adjusted counts are summed as they are (a point can have a negative adjusted success count when a
+model does worse than guessing); they are clipped to [0, adj_n] only inside the Wilson interval.
+
+Edge cases (docs/reasonscore.md):
+- A sample without `correct` (the pipeline failed) is not a trial; it is counted as missing and
+  reported, never scored as wrong or right.
+- `guess_chance` absent means no guessing correction for that sample (counted in the notes);
+  `truncated` absent means not truncated; `tier` or `point` absent groups under "default".
+- adj_n ≤ 0 happens only when every trial is a certain guess (guess_chance = 1): the interval is
+  undefined, so the point or task score is null with a note, and so is everything built on it —
+  a tier with a null task, and score/token with a null tier. Nothing is silently set to 0.
+- score/token is null when no sample of a tier reports `tokens_out`, or when the tiers' mean
+  token count is 0.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from calipers.data.sampleset import SampleSet
+from calipers.errors import DataError, InputError
+from calipers.schemes.base import Scheme, SchemeOptions, SchemeResult
+from calipers.schemes.registry import register
+from calipers.stats import geometric_mean, wilson_interval
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from rich.console import Console
+
+TASK_FLOOR = 0.01
+DEFAULT_LABEL = "default"
+_TIER_ORDER = ("trivial", "easy", "medium", "hard", "extreme")
+
+
+@dataclass
+class PointScore:
+    point: str
+    total: int  # samples with a known outcome
+    correct: int
+    guess_sum: float
+    truncated: int
+    missing: int  # samples without `correct`
+    adjusted_successes: float
+    adjusted_trials: float
+    center: float | None
+    margin: float | None
+    truncated_ratio: float | None
+    score: float | None
+
+
+@dataclass
+class TaskScore:
+    task: str
+    total: int
+    truncated: int
+    adjusted_successes: float
+    adjusted_trials: float
+    center: float | None
+    margin: float | None
+    truncated_ratio: float | None
+    raw_score: float | None  # before the 0.01 floor
+    score: float | None
+    points: list[PointScore] = field(default_factory=list)
+
+
+@dataclass
+class TierScore:
+    tier: str
+    score: float | None  # 1000 · geometric mean of the task scores
+    avg_tokens: float | None  # mean output tokens per sample in the tier
+    tasks: dict[str, TaskScore] = field(default_factory=dict)
+
+
+@dataclass
+class RunScore:
+    run: str
+    samples: int
+    missing: int
+    avg_score: float | None
+    avg_tokens: float | None
+    score_per_token: float | None
+    tiers: dict[str, TierScore] = field(default_factory=dict)
+
+
+@dataclass
+class ReasonScoreResult(SchemeResult):
+    runs: dict[str, RunScore] = field(default_factory=dict)
+
+    def ranked(self) -> list[RunScore]:
+        """Runs by score/token, best first; runs without one last, by name."""
+        return sorted(
+            self.runs.values(),
+            key=lambda r: (r.score_per_token is None, -(r.score_per_token or 0.0), r.run),
+        )
+
+    def pareto_frontier(self) -> list[str]:
+        """Runs no other run beats on both axes: at least the same mean ReasonScore with at most
+        the same mean output tokens, and strictly better on one. By tokens, fewest first; runs
+        without both numbers are left out."""
+        known = [
+            (r.avg_tokens, r.avg_score, r.run)
+            for r in self.runs.values()
+            if r.avg_score is not None and r.avg_tokens is not None
+        ]
+        return [
+            run
+            for tokens, score, run in sorted(known)
+            if not any(
+                s >= score and t <= tokens and (s > score or t < tokens) for t, s, _ in known
+            )
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        body = self.header()
+        body["runs"] = {
+            name: {
+                "samples": r.samples,
+                "missing": r.missing,
+                "avg_score": r.avg_score,
+                "avg_tokens": r.avg_tokens,
+                "score_per_token": r.score_per_token,
+                "tiers": {
+                    t.tier: {
+                        "score": t.score,
+                        "avg_tokens": t.avg_tokens,
+                        "tasks": {
+                            k.task: {
+                                **{
+                                    f: v
+                                    for f, v in asdict(k).items()
+                                    if f not in ("task", "points")
+                                },
+                                "points": [asdict(p) for p in k.points],
+                            }
+                            for k in t.tasks.values()
+                        },
+                    }
+                    for t in r.tiers.values()
+                },
+            }
+            for name, r in self.runs.items()
+        }
+        body["ranking"] = [r.run for r in self.ranked()]
+        body["pareto_frontier"] = self.pareto_frontier()
+        return body
+
+    def to_frame(self, level: str = "task") -> pd.DataFrame:
+        """Levels: "run", "tier", "task", "point"."""
+        import pandas as pd  # lazily: only for callers who want a DataFrame
+
+        rows: list[dict[str, Any]] = []
+        for r in self.runs.values():
+            if level == "run":
+                rows.append({k: v for k, v in asdict(r).items() if k != "tiers"})
+                continue
+            for t in r.tiers.values():
+                if level == "tier":
+                    rows.append(
+                        {
+                            "run": r.run,
+                            "tier": t.tier,
+                            "score": t.score,
+                            "avg_tokens": t.avg_tokens,
+                            "tasks": len(t.tasks),
+                        }
+                    )
+                    continue
+                for k in t.tasks.values():
+                    if level == "task":
+                        row = {f: v for f, v in asdict(k).items() if f != "points"}
+                        rows.append({"run": r.run, "tier": t.tier, **row})
+                    elif level == "point":
+                        rows.extend(
+                            {"run": r.run, "tier": t.tier, "task": k.task, **asdict(p)}
+                            for p in k.points
+                        )
+                    else:
+                        raise InputError(f"unknown level '{level}' (run, tier, task or point)")
+        return pd.DataFrame(rows)  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """Counts of one (run, tier, task, point), straight from SQL."""
+
+    run: str
+    tier: str
+    task: str
+    point: str
+    total: int
+    correct: int
+    guess_sum: float
+    truncated: int
+    missing: int
+    no_guess: int
+    tokens_sum: float
+    tokens_n: int
+
+
+def _point_counts(samples: SampleSet) -> list[_Counts]:
+    rows = samples.con.execute(
+        f"""
+        SELECT run,
+               coalesce(tier, '{DEFAULT_LABEL}') AS tier,
+               task,
+               coalesce(point, '{DEFAULT_LABEL}') AS point,
+               count(*) FILTER (WHERE correct IS NOT NULL) AS total,
+               count(*) FILTER (WHERE correct) AS correct,
+               coalesce(sum(guess_chance) FILTER (WHERE correct IS NOT NULL), 0.0) AS guess_sum,
+               count(*) FILTER (WHERE correct IS NOT NULL AND truncated) AS truncated,
+               count(*) FILTER (WHERE correct IS NULL) AS missing,
+               count(*) FILTER (WHERE correct IS NOT NULL AND guess_chance IS NULL) AS no_guess,
+               coalesce(sum(tokens_out), 0)::DOUBLE AS tokens_sum,
+               count(tokens_out) AS tokens_n
+        FROM {samples.relation}
+        GROUP BY ALL
+        ORDER BY run, tier, task, point
+        """
+    ).fetchall()
+    return [
+        _Counts(
+            str(r[0]),
+            str(r[1]),
+            str(r[2]),
+            str(r[3]),
+            int(r[4]),
+            int(r[5]),
+            float(r[6]),
+            int(r[7]),
+            int(r[8]),
+            int(r[9]),
+            float(r[10]),
+            int(r[11]),
+        )
+        for r in rows
+    ]
+
+
+def _opt(x: float) -> float | None:
+    return None if not math.isfinite(x) else float(x)
+
+
+def _tier_key(tier: str) -> tuple[int, str]:
+    return (_TIER_ORDER.index(tier), "") if tier in _TIER_ORDER else (len(_TIER_ORDER), tier)
+
+
+def _group(items: list[_Counts], key: str) -> dict[str, list[_Counts]]:
+    out: dict[str, list[_Counts]] = {}
+    for item in items:
+        out.setdefault(getattr(item, key), []).append(item)
+    return out
+
+
+class ReasonScoreOptions(SchemeOptions):
+    z: float = Field(default=1.96, gt=0, allow_inf_nan=False)  # Wilson z (1.96: 95%)
+
+
+@register
+class ReasonScore(Scheme):
+    name = "reasonscore"
+    description = "ReasonScore: Wilson on guessing-corrected counts, geometric mean, score/token"
+    required_fields = ("run", "task", "correct")
+    higher_is_better = True
+    Options = ReasonScoreOptions
+    report_schema = "reasonscore"
+    ranks_runs = True
+
+    def compute(self, samples: SampleSet, options: ReasonScoreOptions) -> ReasonScoreResult:
+        z = options.z
+        if not (math.isfinite(z) and z > 0):
+            raise InputError(f"`z` must be a positive number, got {z}", parameters=["z"])
+        counts = _point_counts(samples)
+        result = ReasonScoreResult(scheme=self.name, parameters={"z": z}, origin=samples.origin)
+        if sum(c.total for c in counts) == 0:
+            raise DataError(
+                f"nothing to score in {samples.origin}: reasonscore needs samples with `correct`",
+                hint="Each sample needs `correct` (true/false), and ideally `tier`, `point`, "
+                "`guess_chance`, `truncated` and `tokens_out`.",
+            )
+        self._add_notes(result, counts)
+        for run_name, run_rows in sorted(_group(counts, "run").items()):
+            result.runs[run_name] = self._score_run(run_name, run_rows, z, result.notes)
+        return result
+
+    @staticmethod
+    def _add_notes(result: ReasonScoreResult, counts: list[_Counts]) -> None:
+        missing = sum(c.missing for c in counts)
+        if missing:
+            result.notes.append(
+                f"{missing} sample(s) without `correct` were not scored (counted as missing)"
+            )
+        no_guess = sum(c.no_guess for c in counts)
+        if no_guess:
+            result.notes.append(
+                f"{no_guess} sample(s) without `guess_chance`: no guessing correction applied"
+            )
+        task_sets = {
+            run: frozenset((c.tier, c.task) for c in rows)
+            for run, rows in _group(counts, "run").items()
+        }
+        if len(set(task_sets.values())) > 1:
+            result.notes.append(
+                "runs do not cover the same (tier, task) pairs: their scores are not comparable"
+            )
+
+    def _score_run(self, run: str, rows: list[_Counts], z: float, notes: list[str]) -> RunScore:
+        tiers: dict[str, TierScore] = {}
+        by_tier = _group(rows, "tier")
+        for tier_name in sorted(by_tier, key=_tier_key):
+            tier_rows = by_tier[tier_name]
+            tasks = {
+                task: _score_task(task, task_rows, z)
+                for task, task_rows in sorted(_group(tier_rows, "task").items())
+            }
+            defined = [t.score for t in tasks.values() if t.score is not None]
+            tier_score: float | None = None
+            if len(defined) == len(tasks):
+                tier_score = 1000.0 * geometric_mean(defined)
+            else:
+                undefined = [t.task for t in tasks.values() if t.score is None]
+                notes.append(
+                    f"{run}/{tier_name}: no trials above chance in {', '.join(undefined)}; "
+                    "the tier score is undefined"
+                )
+            tokens_n = sum(c.tokens_n for c in tier_rows)
+            avg_tokens = sum(c.tokens_sum for c in tier_rows) / tokens_n if tokens_n else None
+            tiers[tier_name] = TierScore(tier_name, tier_score, avg_tokens, tasks)
+        scores = [t.score for t in tiers.values() if t.score is not None]
+        tokens = [t.avg_tokens for t in tiers.values() if t.avg_tokens is not None]
+        avg_score = sum(scores) / len(scores) if len(scores) == len(tiers) else None
+        avg_tokens = sum(tokens) / len(tokens) if len(tokens) == len(tiers) else None
+        if avg_tokens is None:
+            notes.append(f"{run}: some tier has no `tokens_out`; score/token is undefined")
+        per_token = None
+        if avg_score is not None and avg_tokens is not None:
+            if avg_tokens > 0:
+                per_token = avg_score / avg_tokens
+            else:
+                notes.append(f"{run}: mean output tokens is 0; score/token is undefined")
+        return RunScore(
+            run=run,
+            samples=sum(c.total for c in rows),
+            missing=sum(c.missing for c in rows),
+            avg_score=avg_score,
+            avg_tokens=avg_tokens,
+            score_per_token=per_token,
+            tiers=tiers,
+        )
+
+    def terminal(self, result: Any, console: Console, *, detail: bool = False) -> None:
+        from calipers.schemes.reasonscore import terminal
+
+        terminal.reasonscore_leaderboard(result, console)
+        if detail:
+            terminal.reasonscore_tasks(result, console)
+
+    def html_section(self, report: dict[str, Any]) -> dict[str, Any]:
+        from calipers.schemes.reasonscore import html
+
+        return html.reasonscore_section(report)
+
+
+def _score_point(c: _Counts, z: float) -> PointScore:
+    adj_s = c.correct - c.guess_sum
+    adj_n = c.total - c.guess_sum
+    center, margin = wilson_interval(adj_s, adj_n, z=z)
+    trunc = c.truncated / c.total if c.total else math.nan
+    return PointScore(
+        point=c.point,
+        total=c.total,
+        correct=c.correct,
+        guess_sum=c.guess_sum,
+        truncated=c.truncated,
+        missing=c.missing,
+        adjusted_successes=adj_s,
+        adjusted_trials=adj_n,
+        center=_opt(center),
+        margin=_opt(margin),
+        truncated_ratio=_opt(trunc),
+        score=_opt(center + margin - trunc),
+    )
+
+
+def _score_task(task: str, rows: list[_Counts], z: float) -> TaskScore:
+    points = [_score_point(c, z) for c in rows]
+    # adjusted counts are summed as they are; Wilson clips them into [0, adj_n] itself
+    adj_s = sum(p.adjusted_successes for p in points)
+    adj_n = sum(p.adjusted_trials for p in points)
+    total = sum(c.total for c in rows)
+    truncated = sum(c.truncated for c in rows)
+    center, margin = wilson_interval(adj_s, adj_n, z=z)
+    trunc = truncated / total if total else math.nan
+    raw = _opt(center + margin - trunc)
+    return TaskScore(
+        task=task,
+        total=total,
+        truncated=truncated,
+        adjusted_successes=adj_s,
+        adjusted_trials=adj_n,
+        center=_opt(center),
+        margin=_opt(margin),
+        truncated_ratio=_opt(trunc),
+        raw_score=raw,
+        score=None if raw is None else max(TASK_FLOOR, raw),
+        points=points,
+    )

@@ -1,0 +1,171 @@
+"""Terminal view of a robustness result: kelvin's bands and its single diagnostic, with the
+intervals kelvin does not have, and a per-case table."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from calipers.render.terminal import notes as print_notes
+from calipers.render.terminal import num
+from calipers.schemes.robustness.scoring import (
+    INVARIANCE_KINDS,
+    RobustnessResult,
+    RunRobustness,
+)
+
+_INVARIANCE_BANDS = (
+    (0.90, "rock-steady — good"),
+    (0.70, "mostly — good"),
+    (0.50, "uneven — watch"),
+    (0.30, "drifting — concerning"),
+    (0.0, "unstable — concerning"),
+)
+_SENSITIVITY_BANDS = (
+    (0.90, "sharply reactive — good"),
+    (0.70, "reactive — good"),
+    (0.50, "partial — watch"),
+    (0.30, "sluggish — concerning"),
+    (0.0, "barely — concerning"),
+)
+
+
+def band(score: float, kind: str) -> str:
+    """kelvin's verdict phrase for an invariance or sensitivity score."""
+    bands = _INVARIANCE_BANDS if kind == "invariance" else _SENSITIVITY_BANDS
+    return next(label for lower, label in bands if score >= lower)
+
+
+def _bar(score: float) -> str:
+    filled = round(score * 10)
+    return "█" * filled + "░" * (10 - filled)
+
+
+def diagnostic(result: RunRobustness, decision_field: str, governing_types: list[str]) -> str:
+    """kelvin's one diagnostic finding, never more: ignored governing type, drifting
+    presentation, large per-case variance, or healthy."""
+    inv, sens = result.invariance, result.sensitivity
+    if governing_types and len(result.cases) > 1 and sens is not None and sens < 0.30:
+        for gtype, entry in result.sensitivity_by_type().items():
+            if entry["sample"] and entry["mean"] is not None and entry["mean"] < 0.50:
+                unchanged = sum(
+                    1
+                    for c in result.cases
+                    for v in c.variants
+                    if v.kind == "swap" and v.governing_type == gtype and v.distance == 0.0
+                )
+                return (
+                    f"⚠ {gtype.replace('_', ' ').capitalize()}s are being ignored. Swapping the "
+                    f"governing {gtype} for a different valid one didn't change the "
+                    f"{decision_field} in {unchanged} of {entry['sample']} cases."
+                )
+    if inv is not None and inv < 0.50:
+        rates = []
+        for kind, what in (("reorder", "presentation"), ("pad_length", "input length"),
+                           ("pad_content", "distractors")):  # fmt: skip
+            scored = [v for c in result.cases for v in c.variants if v.kind == kind]
+            scored = [v for v in scored if v.distance is not None]
+            changed = sum(1 for v in scored if v.distance and v.distance > 0)
+            if scored:
+                rates.append((changed / len(scored), kind, what, changed, len(scored)))
+        if rates:
+            _, kind, what, changed, n = max(rates, key=lambda r: r[0])
+            return (
+                f"⚠ Output drifts on {kind}. The {decision_field} changed in {changed} of {n} "
+                f"cases when only {what} changed."
+            )
+    per_case = [1.0 - sum(d) / len(d) for c in result.cases if (d := c.distances(INVARIANCE_KINDS))]
+    if len(per_case) >= 2:
+        mean = sum(per_case) / len(per_case)
+        if sum((x - mean) ** 2 for x in per_case) / len(per_case) > 0.09:
+            return "Aggregate looks healthy but per-case variance is large: see the cases below."
+    return "Both signals look healthy. Spot-check the per-case results for anomalies."
+
+
+def _interval(result: RunRobustness, name: str) -> str:
+    i = result.intervals.get(name)
+    return "" if i is None else f"  {result.confidence_level:.0%} CI [{i.low:.2f}, {i.high:.2f}]"
+
+
+def run_summary(
+    result: RunRobustness,
+    console: Console,
+    *,
+    decision_field: str = "decision",
+    governing_types: list[str] | None = None,
+) -> None:
+    types = governing_types
+    if types is None:
+        types = sorted(result.sensitivity_by_type())
+    ok = sum(1 for c in result.cases if c.baseline_ok)
+    total = sum(len(c.variants) for c in result.cases)
+    console.print(
+        f"[bold]{escape(result.run)}[/]: {ok} cases · {total} perturbations", highlight=False
+    )
+    inv, sens, k = result.invariance, result.sensitivity, result.kelvin_score
+    if inv is not None:
+        console.print(
+            f"  Invariance   {inv:.2f}  {_bar(inv)}  {band(inv, 'invariance')}"
+            f"{_interval(result, 'invariance')}",
+            highlight=False,
+        )
+    if not types:
+        console.print("  Sensitivity not measured — no governing types declared.")
+    elif len(result.cases) == 1:
+        console.print("  Sensitivity not measured — only one case, no peers to swap from.")
+    elif sens is not None:
+        console.print(
+            f"  Sensitivity  {sens:.2f}  {_bar(sens)}  {band(sens, 'sensitivity')}"
+            f"{_interval(result, 'sensitivity')}",
+            highlight=False,
+        )
+    if k is not None:
+        console.print(f"  K            {k:.2f}  (1 − Inv) + (1 − Sens), 0–2, lower = more anchored")
+    body = result.to_dict()
+    if "noise_floor_eta" in body:
+        k_cal = body["kelvin_score_calibrated"]
+        console.print(
+            f"  Noise floor η {body['noise_floor_eta']:.3f}; K_cal "
+            + (f"{k_cal:.2f}" if k_cal is not None else "— (noise exceeds the invariance signal)"),
+            highlight=False,
+        )
+    if "sensitivity_condition" in body:
+        console.print(
+            f"  Condition swaps {num(body['sensitivity_condition'], '.2f')} "
+            f"(n = {body['sensitivity_condition_sample']}); content effect "
+            f"{num(body['content_effect'], '.2f')}",
+            highlight=False,
+        )
+    console.print("  " + escape(diagnostic(result, decision_field, types)), highlight=False)
+    failed = result.failed_variants()
+    if failed:
+        console.print(f"  [dim]{failed} of {total} perturbations failed (see the cases).[/]")
+    console.print("  [dim]Diagnostic signals — not truth metrics.[/]")
+
+
+def case_table(result: RunRobustness, console: Console) -> None:
+    table = Table(title=f"{result.run}: per case", title_justify="left", pad_edge=False)
+    for name in ("case", "baseline", "invariance", "n", "sensitivity", "n ", "failed"):
+        table.add_column(name, justify="left" if name in ("case", "baseline") else "right")
+    for c in result.cases:
+        s = c.scores()
+        baseline = (
+            escape(repr(c.baseline_decision))
+            if c.baseline_ok
+            else f"[red]failed[/]: {escape(c.baseline_error or '')}"
+        )
+        table.add_row(
+            escape(c.case), baseline, num(s["invariance"], ".2f"), str(s["invariance_sample"]),
+            num(s["sensitivity"], ".2f"), str(s["sensitivity_sample"]),
+            str(sum(1 for v in c.variants if not v.ok)),
+        )  # fmt: skip
+    console.print(table)
+
+
+def robustness_report(result: RobustnessResult, console: Console, *, cases: bool = True) -> None:
+    for run in result.runs.values():
+        run_summary(run, console)
+        if cases:
+            case_table(run, console)
+    print_notes(result.notes, console)

@@ -1,0 +1,388 @@
+"""Per-sample scores of the schemes that compare runs (layered, metric), and the summary of one run.
+
+A comparable scheme stages, in one query, one row per sample — integer codes for the run, the
+sample and the task, the epoch, and a value per component (the layers, or the one metric), NaN where
+missing — as numpy arrays. Everything after that is shared: a run's summary here, the paired
+comparison in `calipers.verdicts`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from calipers.data.files import sql_literal
+from calipers.data.sampleset import SampleSet
+from calipers.errors import DataError, InputError
+from calipers.stats import BootstrapResult, krippendorff_alpha, mean_bootstrap, pearson
+from calipers.stats.saturation import SaturationResult, saturation
+
+FloatArray = npt.NDArray[np.float64]
+Combine = Callable[[Mapping[str, FloatArray]], FloatArray]
+
+# seed 000: judges that correlate below this disagree strongly; at or above AGREE they agree.
+JUDGE_DISAGREE = 0.4
+JUDGE_AGREE = 0.7
+HUMAN_ALIGNED = 0.7
+CV_LIMIT = 0.15
+
+
+@dataclass
+class RunArrays:
+    """One run's per-sample values, ordered by (task, sample_id, epoch); cluster = sample."""
+
+    run: str
+    sid: npt.NDArray[np.int64]  # sample code shared by every staged run: pairs match on it
+    epoch: npt.NDArray[np.int64]
+    cluster: npt.NDArray[np.int64]  # sid renumbered 0..k−1 within the run
+    task_code: npt.NDArray[np.int64]  # index into StagedScores.tasks
+    tasks: list[str]
+    values: dict[str, FloatArray]
+    judges: dict[str, FloatArray]
+    human: FloatArray | None
+
+
+@dataclass
+class StagedScores:
+    """Per-sample components of some runs, as arrays, and how to combine them."""
+
+    runs: dict[str, RunArrays]
+    tasks: list[str]  # task code → name, shared by the runs
+    components: tuple[str, ...]  # e.g. ("fact", "behavior", "judge") or ("value",)
+    combine: Combine  # components → the composite the verdict reads
+    raw_combine: Combine  # the same without standardisation (for CV, which needs a ratio scale)
+    gated: bool  # whether components have gates (layered) or not (metric)
+    notes: list[str] = field(default_factory=list)
+    _composites: dict[tuple[str, bool], FloatArray] = field(default_factory=dict, repr=False)
+
+    def fetch(self, run: str) -> RunArrays:
+        return self.runs[run]
+
+    def composite(self, run: str, *, raw: bool = False) -> FloatArray:
+        """The run's composite per sample (`raw`: without standardisation), computed once."""
+        key = (run, raw or self.combine is self.raw_combine)
+        if key not in self._composites:
+            combine = self.raw_combine if key[1] else self.combine
+            self._composites[key] = combine(self.runs[run].values)
+        return self._composites[key]
+
+
+@dataclass
+class StagedRows:
+    """The rows of `stage_rows`: one numpy column per name, and where each run's rows are."""
+
+    columns: dict[str, Any]
+    spans: dict[str, slice]
+    tasks: list[str]
+
+    def run_arrays(
+        self,
+        values: Mapping[str, FloatArray],
+        judges: Mapping[str, FloatArray] | None = None,
+        human: FloatArray | None = None,
+    ) -> dict[str, RunArrays]:
+        """Split whole-table arrays (in the rows' order) into one RunArrays per run."""
+        out = {}
+        for run, span in self.spans.items():
+            sid = self.columns["sid"][span]
+            out[run] = RunArrays(
+                run=run,
+                sid=sid,
+                epoch=self.columns["epoch"][span],
+                cluster=dense_sorted(sid),
+                task_code=self.columns["task_code"][span],
+                tasks=self.tasks,
+                values={k: v[span] for k, v in values.items()},
+                judges={k: v[span] for k, v in (judges or {}).items()},
+                human=human[span] if human is not None else None,
+            )
+        return out
+
+
+def stage_rows(
+    samples: SampleSet,
+    runs: list[str],
+    expressions: Mapping[str, str],
+    *,
+    lists: Mapping[str, str] | None = None,
+) -> StagedRows:
+    """One query over the samples of `runs`: each SQL expression per sample (which may read the
+    columns named in `lists`, computed once per sample beforehand), with integer codes for
+    the run, the sample (`sid`, over (task, sample_id), shared by the runs so that pairs match on
+    it) and the task, ordered by (run, sid, epoch). Codes follow sorted names, so results do not
+    depend on thread scheduling; numbering the distinct keys and joining beats a window over all
+    rows, and integers make pairing and resampling cheap."""
+    rel, con = samples.relation, samples.con
+    where = f"run IN ({', '.join(sql_literal(r) for r in runs)})"
+    run_code = " ".join(f"WHEN {sql_literal(r)} THEN {i}" for i, r in enumerate(runs))
+    exprs = "".join(f', {sql} AS "{name}"' for name, sql in expressions.items())
+    derived = "".join(f", {sql} AS {name}" for name, sql in (lists or {}).items())
+    columns = con.execute(
+        f"""
+        WITH keys AS (
+            SELECT task, sample_id, (row_number() OVER (ORDER BY task, sample_id) - 1)::BIGINT
+                AS sid
+            FROM (SELECT DISTINCT task, sample_id FROM {rel} WHERE {where})
+        ), tasks AS (
+            SELECT task, (row_number() OVER (ORDER BY task) - 1)::BIGINT AS task_code
+            FROM (SELECT DISTINCT task FROM {rel} WHERE {where})
+        )
+        SELECT (CASE run {run_code} END)::INTEGER AS run_code, keys.sid, tasks.task_code,
+               s.epoch::BIGINT AS epoch {exprs}
+        FROM (SELECT *{derived} FROM {rel} WHERE {where}) s
+        JOIN keys USING (task, sample_id) JOIN tasks USING (task)
+        ORDER BY run_code, sid, epoch
+        """
+    ).fetchnumpy()
+    tasks = [r[0] for r in con.execute(f"SELECT DISTINCT task FROM {rel} WHERE {where} ORDER BY 1")
+             .fetchall()]  # fmt: skip
+    codes = np.asarray(columns["run_code"])
+    bounds = np.searchsorted(codes, np.arange(len(runs) + 1))
+    spans = {r: slice(int(bounds[i]), int(bounds[i + 1])) for i, r in enumerate(runs)}
+    columns["sid"] = np.asarray(columns["sid"], dtype=np.int64)
+    columns["epoch"] = np.asarray(columns["epoch"], dtype=np.int64)
+    columns["task_code"] = np.asarray(columns["task_code"], dtype=np.int64)
+    return StagedRows(columns, spans, tasks)
+
+
+def dense_sorted(codes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Sorted integer codes renumbered 0..k−1 in O(n)."""
+    if codes.size == 0:
+        return codes
+    return np.concatenate([[0], np.cumsum(codes[1:] != codes[:-1])]).astype(np.int64)
+
+
+@dataclass
+class ComponentSummary:
+    mean: float | None
+    n: int  # observations where the component is present
+    interval: BootstrapResult | None
+    gate: bool | None = None  # mean ≥ threshold (None when ungated)
+
+    def to_dict(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"mean": self.mean, "n": self.n}
+        if self.interval is not None:
+            body.update(low=self.interval.low, high=self.interval.high)
+        if self.gate is not None:
+            body["gate"] = self.gate
+        return body
+
+
+@dataclass
+class RunSummary:
+    """What one run scored: composite with its interval, each component, and its reliability."""
+
+    run: str
+    n_samples: int  # distinct samples (clusters)
+    n_observations: int
+    missing: int  # observations without a composite
+    composite: ComponentSummary
+    components: dict[str, ComponentSummary]
+    layers_used: dict[str, int]  # "fact+judge" → observations whose composite used those layers
+    gate_passed: bool | None  # every present component ≥ threshold (None when ungated)
+    judge_pearson: float | None
+    judge_alpha: float | None
+    human_pearson: float | None
+    cv_median: float | None
+    saturation: SaturationResult
+    tasks: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "n_samples": self.n_samples,
+            "n_observations": self.n_observations,
+            "missing": self.missing,
+            "composite": self.composite.to_dict(),
+            "components": {k: v.to_dict() for k, v in self.components.items()},
+            "layers_used": self.layers_used,
+            "gate_passed": self.gate_passed,
+            "judge_pearson": self.judge_pearson,
+            "judge_krippendorff_alpha": self.judge_alpha,
+            "human_pearson": self.human_pearson,
+            "cv_median": self.cv_median,
+            "saturation": self.saturation.to_dict(),
+            "tasks": self.tasks,
+        }
+
+
+def summarize_run(
+    staged: StagedScores,
+    arrays: RunArrays,
+    *,
+    threshold: float,
+    confidence_level: float,
+    n_resamples: int,
+    seed: int,
+    z: float,
+    component_intervals: bool = True,
+) -> RunSummary:
+    """A run's scores. `component_intervals=False` skips the interval of each component (a
+    comparison reads their paired differences instead)."""
+    composite = staged.composite(arrays.run)
+    present = np.isfinite(composite)
+    if not present.any():
+        raise DataError(
+            f"run '{arrays.run}' has no sample with a score",
+            hint="Every sample lacks every component; check the assertions, judgments or metric.",
+        )
+    clusters = arrays.cluster if arrays.epoch.size and arrays.epoch.max() > 0 else None
+    comp = _component(composite, clusters, confidence_level, n_resamples, seed)
+    components = {}
+    for name in staged.components:
+        summary = _component(
+            arrays.values[name],
+            clusters if component_intervals else None,
+            confidence_level,
+            n_resamples if component_intervals else 0,
+            seed,
+        )
+        if staged.gated and summary.mean is not None:
+            summary.gate = summary.mean >= threshold
+        components[name] = summary
+    gate_passed = None
+    if staged.gated:
+        gates = [c.gate for c in components.values() if c.gate is not None]
+        gate_passed = bool(gates) and all(gates)
+    return RunSummary(
+        run=arrays.run,
+        n_samples=int(arrays.cluster[-1]) + 1 if arrays.cluster.size else 0,
+        n_observations=int(composite.size),
+        missing=int((~present).sum()),
+        composite=comp,
+        components=components,
+        layers_used=_layers_used(arrays.values, staged.components) if staged.gated else {},
+        gate_passed=gate_passed,
+        judge_pearson=_judge_pearson(arrays.judges),
+        judge_alpha=_judge_alpha(arrays.judges),
+        human_pearson=_human_pearson(arrays),
+        cv_median=_cv_median(staged.composite(arrays.run, raw=True), arrays.cluster),
+        saturation=saturation(composite, arrays.cluster, arrays.epoch, z=z),
+        tasks=_task_means(composite, arrays),
+    )
+
+
+def _task_means(
+    composite: FloatArray, arrays: RunArrays
+) -> dict[str, dict[str, float | int | None]]:
+    """Mean composite per task the run has (None when none of its samples has a composite)."""
+    keep = np.isfinite(composite)
+    k = len(arrays.tasks)
+    present = np.bincount(arrays.task_code, minlength=k) > 0
+    n = np.bincount(arrays.task_code[keep], minlength=k)
+    sums = np.bincount(arrays.task_code[keep], weights=composite[keep], minlength=k)
+    return {
+        arrays.tasks[i]: {"mean": float(sums[i] / n[i]) if n[i] else None, "n": int(n[i])}
+        for i in np.flatnonzero(present)
+    }
+
+
+def _component(
+    values: FloatArray,
+    clusters: npt.NDArray[np.int64] | None,
+    confidence_level: float,
+    n_resamples: int,
+    seed: int,
+) -> ComponentSummary:
+    keep = np.isfinite(values)
+    n = int(keep.sum())
+    if n == 0:
+        return ComponentSummary(None, 0, None)
+    x = values[keep]
+    interval = None
+    groups = clusters[keep] if clusters is not None else None
+    if n_resamples and n >= 2 and (groups is None or groups.min() != groups.max()):
+        interval = mean_bootstrap(
+            x,
+            clusters=groups,
+            n_resamples=n_resamples,
+            confidence_level=confidence_level,
+            rng=seed,
+        )
+    return ComponentSummary(float(x.mean()), n, interval)
+
+
+def _layers_used(values: Mapping[str, FloatArray], names: tuple[str, ...]) -> dict[str, int]:
+    present = np.column_stack([np.isfinite(values[n]) for n in names])
+    codes = present @ (1 << np.arange(len(names)))
+    counts = np.bincount(codes, minlength=1 << len(names))
+    used = {}
+    for code in np.flatnonzero(counts):
+        label = "+".join(n for i, n in enumerate(names) if code >> i & 1) or "none"
+        used[label] = int(counts[code])
+    return used
+
+
+def _judge_matrix(judges: Mapping[str, FloatArray]) -> FloatArray | None:
+    if len(judges) < 2:
+        return None
+    return np.vstack(list(judges.values()))  # judges × observations
+
+
+def _judge_pearson(judges: Mapping[str, FloatArray]) -> float | None:
+    """Mean Pearson correlation over pairs of judges, each on the observations both rated."""
+    matrix = _judge_matrix(judges)
+    if matrix is None:
+        return None
+    values = []
+    for i in range(matrix.shape[0]):
+        for j in range(i + 1, matrix.shape[0]):
+            both = np.isfinite(matrix[i]) & np.isfinite(matrix[j])
+            if both.sum() >= 3:
+                r = pearson(matrix[i][both], matrix[j][both])
+                if np.isfinite(r):
+                    values.append(r)
+    return float(np.mean(values)) if values else None
+
+
+def _judge_alpha(judges: Mapping[str, FloatArray]) -> float | None:
+    matrix = _judge_matrix(judges)
+    if matrix is None:
+        return None
+    try:
+        alpha = krippendorff_alpha(matrix, level="interval")
+    except InputError:
+        return None
+    return alpha if np.isfinite(alpha) else None
+
+
+def _human_pearson(arrays: RunArrays) -> float | None:
+    if arrays.human is None or "judge" not in arrays.values:
+        return None
+    judge, human = arrays.values["judge"], arrays.human
+    both = np.isfinite(judge) & np.isfinite(human)
+    if both.sum() < 3:
+        return None
+    r = pearson(judge[both], human[both])
+    return r if np.isfinite(r) else None
+
+
+def _cv_median(composite: FloatArray, cluster: npt.NDArray[np.int64]) -> float | None:
+    """Median over samples with ≥ 2 epochs of sd/mean of the composite across epochs."""
+    keep = np.isfinite(composite)
+    x, c = composite[keep], cluster[keep]
+    if x.size == 0:
+        return None
+    n = np.bincount(c).astype(float)
+    s1 = np.bincount(c, weights=x)
+    s2 = np.bincount(c, weights=x * x)
+    ok = n >= 2
+    if not ok.any():
+        return None
+    mean = s1[ok] / n[ok]
+    var = np.maximum(s2[ok] - n[ok] * mean**2, 0.0) / (n[ok] - 1)
+    positive = mean > 0
+    if not positive.any():
+        return None
+    return float(np.median(np.sqrt(var[positive]) / mean[positive]))
+
+
+def as_floats(column: Any) -> FloatArray:
+    """A DuckDB numpy column (maybe masked where NULL) as floats with NaN for missing."""
+    if isinstance(column, np.ma.MaskedArray):
+        return np.asarray(np.ma.filled(column.astype(float), np.nan), dtype=np.float64)
+    return np.asarray(column, dtype=np.float64)
