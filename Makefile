@@ -18,6 +18,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/lint-imports  # the layer order and no import cycle (pyproject [tool.importlinter])
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

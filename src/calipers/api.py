@@ -210,10 +210,10 @@ def load(path_or_store: str | Path | object, *, run: str | None = None) -> Any:
         return path_or_store.samples([run] if run else None).to_arrow()
     path = Path(str(path_or_store))
     if path.suffix in (".duckdb", ".db"):
-        with open(db=path, runs=[run] if run else None) as samples:
-            return samples.to_arrow()
-    samples = open_samples(path, run=run)
+        with open(db=path, runs=[run] if run else None) as stored:
+            return stored.to_arrow()
+    read = open_samples(path, run=run)
     try:
-        return samples.to_arrow()
+        return read.to_arrow()
     finally:
-        samples.con.close()
+        read.con.close()

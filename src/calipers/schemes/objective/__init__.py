@@ -4,11 +4,11 @@ gate (`verdict`), and its views (`terminal`, `html`)."""
 
 from __future__ import annotations
 
-from calipers.schemes.objective.scoring import (
+from calipers.schemes.objective.scheme import (
     ObjectiveCompareOptions,
     ObjectiveOptions,
-    ObjectiveResult,
     ObjectiveScheme,
 )
+from calipers.schemes.objective.scoring import ObjectiveResult
 
 __all__ = ["ObjectiveCompareOptions", "ObjectiveOptions", "ObjectiveResult", "ObjectiveScheme"]

@@ -22,23 +22,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import Field
 
 from calipers.data.sampleset import SampleSet
 from calipers.errors import DataError, InputError
-from calipers.schemes.base import BootstrapOptions, Scheme, SchemeOptions, SchemeResult
-from calipers.schemes.registry import register
+from calipers.schemes.base import SchemeResult
 
 if TYPE_CHECKING:
     import pandas as pd
-    from rich.console import Console
 
-    from calipers.verdicts.base import Comparison
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -331,102 +326,29 @@ def score_runs(
     return out
 
 
-class ObjectiveCompareOptions(BootstrapOptions):
-    """The comparison's thresholds and weights: from `config` (YAML or JSON), then the ones given
-    here on top (None: the config's, else the default)."""
-
-    config: Path | None = None
-    min_composite_gain: float | None = None
-    regression_composite_drop: float | None = None
-    objective_drop_is_regression: bool | None = None
-    w_obj: float | None = None
-    w_judge: float | None = None
-    cost_weight: float | None = None
-
-
-class ObjectiveOptions(SchemeOptions):
-    baseline: str | None = None  # cost adjustments against this run's tasks
-    w_obj: float = Field(default=W_OBJ, gt=0, allow_inf_nan=False)
-    w_judge: float = Field(default=W_JUDGE, ge=0, allow_inf_nan=False)
-    cost_weight: float = Field(default=COST_WEIGHT, ge=0, allow_inf_nan=False)
-
-
-@register
-class ObjectiveScheme(Scheme):
-    name = "objective"
-    description = "objective checks, judge and cost in one [0, 1] composite per task (seed 002)"
-    required_fields = ("assertions",)
-    higher_is_better = True
-    Options = ObjectiveOptions
-    CompareOptions = ObjectiveCompareOptions
-    report_schema = "objective"
-    compare_report_schema = "objective-compare"
-
-    def compute(self, samples: SampleSet, options: ObjectiveOptions) -> ObjectiveResult:
-        baseline = options.baseline
-        w_obj = options.w_obj
-        w_judge = options.w_judge
-        cost_weight = options.cost_weight
-        weights = Weights(w_obj, w_judge, cost_weight)
-        runs = samples.runs()
-        if not runs:
-            raise DataError(f"{samples.origin} has no sample to score")
-        if baseline is not None and baseline not in runs:
-            raise InputError(
-                f"baseline run '{baseline}' is not in {samples.origin}",
-                hint=f"Runs: {', '.join(runs)}.",
-            )
-        staged, notes = stage_tasks(samples, runs, weights)
-        if baseline is None:
-            notes.append("no baseline run given: cost adjustments are 0 (give --baseline RUN)")
-        parameters = {"baseline": baseline, **weights.__dict__}
-        return ObjectiveResult(
-            self.name,
-            parameters,
-            samples.origin,
-            notes,
-            score_runs(staged, baseline=baseline, weights=weights),
+def score_samples(samples: SampleSet, options: Any, *, name: str) -> ObjectiveResult:
+    """The scores of every run in `samples` (options checked by the scheme's declaration)."""
+    baseline = options.baseline
+    w_obj = options.w_obj
+    w_judge = options.w_judge
+    cost_weight = options.cost_weight
+    weights = Weights(w_obj, w_judge, cost_weight)
+    runs = samples.runs()
+    if not runs:
+        raise DataError(f"{samples.origin} has no sample to score")
+    if baseline is not None and baseline not in runs:
+        raise InputError(
+            f"baseline run '{baseline}' is not in {samples.origin}",
+            hint=f"Runs: {', '.join(runs)}.",
         )
-
-    def terminal(self, result: Any, console: Console, *, detail: bool = False) -> None:
-        from calipers.schemes.objective import terminal
-
-        terminal.task_scores(result, console)
-
-    def html_section(self, report: dict[str, Any]) -> dict[str, Any]:
-        from calipers.schemes.objective import html
-
-        return html.objective_section(report)
-
-    def compare(
-        self, samples: SampleSet, *, baseline: str, candidates: list[str], **options: Any
-    ) -> Comparison:
-        """One candidate against the baseline: per-task composite deltas, hard regressions, the
-        verdict and the promote decision."""
-        from calipers.schemes.objective.verdict import compare_objective, load_settings
-
-        o = self.compare_options(**options)
-        assert isinstance(o, ObjectiveCompareOptions)
-        if len(candidates) != 1:
-            raise InputError(
-                f"the objective scheme compares one candidate with the baseline, "
-                f"got {len(candidates)}",
-                hint="Give exactly one run in `candidates`.",
-                parameters=["candidates"],
-            )
-        overrides = o.model_dump(exclude={"config", "confidence_level", "n_resamples", "seed"})
-        settings = load_settings(o.config, **overrides)
-        return compare_objective(
-            samples, baseline=baseline, candidate=candidates[0], settings=settings,
-            confidence_level=o.confidence_level, n_resamples=o.n_resamples, seed=o.seed,
-        )  # fmt: skip
-
-    def compare_terminal(self, result: Any, console: Console) -> None:
-        from calipers.schemes.objective import terminal
-
-        terminal.comparison(result, console)
-
-    def compare_page(self, report: dict[str, Any]) -> str:
-        from calipers.schemes.objective import html
-
-        return html.objective_compare_page(report)
+    staged, notes = stage_tasks(samples, runs, weights)
+    if baseline is None:
+        notes.append("no baseline run given: cost adjustments are 0 (give --baseline RUN)")
+    parameters = {"baseline": baseline, **weights.__dict__}
+    return ObjectiveResult(
+        name,
+        parameters,
+        samples.origin,
+        notes,
+        score_runs(staged, baseline=baseline, weights=weights),
+    )

@@ -28,17 +28,13 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
-
 from calipers.data.sampleset import SampleSet
 from calipers.errors import DataError, InputError
-from calipers.schemes.base import Scheme, SchemeOptions, SchemeResult
-from calipers.schemes.registry import register
+from calipers.schemes.base import SchemeResult
 from calipers.stats import geometric_mean, wilson_interval
 
 if TYPE_CHECKING:
     import pandas as pd
-    from rich.console import Console
 
 TASK_FLOOR = 0.01
 DEFAULT_LABEL = "default"
@@ -264,115 +260,6 @@ def _group(items: list[_Counts], key: str) -> dict[str, list[_Counts]]:
     return out
 
 
-class ReasonScoreOptions(SchemeOptions):
-    z: float = Field(default=1.96, gt=0, allow_inf_nan=False)  # Wilson z (1.96: 95%)
-
-
-@register
-class ReasonScore(Scheme):
-    name = "reasonscore"
-    description = "ReasonScore: Wilson on guessing-corrected counts, geometric mean, score/token"
-    required_fields = ("run", "task", "correct")
-    higher_is_better = True
-    Options = ReasonScoreOptions
-    report_schema = "reasonscore"
-    ranks_runs = True
-
-    def compute(self, samples: SampleSet, options: ReasonScoreOptions) -> ReasonScoreResult:
-        z = options.z
-        if not (math.isfinite(z) and z > 0):
-            raise InputError(f"`z` must be a positive number, got {z}", parameters=["z"])
-        counts = _point_counts(samples)
-        result = ReasonScoreResult(scheme=self.name, parameters={"z": z}, origin=samples.origin)
-        if sum(c.total for c in counts) == 0:
-            raise DataError(
-                f"nothing to score in {samples.origin}: reasonscore needs samples with `correct`",
-                hint="Each sample needs `correct` (true/false), and ideally `tier`, `point`, "
-                "`guess_chance`, `truncated` and `tokens_out`.",
-            )
-        self._add_notes(result, counts)
-        for run_name, run_rows in sorted(_group(counts, "run").items()):
-            result.runs[run_name] = self._score_run(run_name, run_rows, z, result.notes)
-        return result
-
-    @staticmethod
-    def _add_notes(result: ReasonScoreResult, counts: list[_Counts]) -> None:
-        missing = sum(c.missing for c in counts)
-        if missing:
-            result.notes.append(
-                f"{missing} sample(s) without `correct` were not scored (counted as missing)"
-            )
-        no_guess = sum(c.no_guess for c in counts)
-        if no_guess:
-            result.notes.append(
-                f"{no_guess} sample(s) without `guess_chance`: no guessing correction applied"
-            )
-        task_sets = {
-            run: frozenset((c.tier, c.task) for c in rows)
-            for run, rows in _group(counts, "run").items()
-        }
-        if len(set(task_sets.values())) > 1:
-            result.notes.append(
-                "runs do not cover the same (tier, task) pairs: their scores are not comparable"
-            )
-
-    def _score_run(self, run: str, rows: list[_Counts], z: float, notes: list[str]) -> RunScore:
-        tiers: dict[str, TierScore] = {}
-        by_tier = _group(rows, "tier")
-        for tier_name in sorted(by_tier, key=_tier_key):
-            tier_rows = by_tier[tier_name]
-            tasks = {
-                task: _score_task(task, task_rows, z)
-                for task, task_rows in sorted(_group(tier_rows, "task").items())
-            }
-            defined = [t.score for t in tasks.values() if t.score is not None]
-            tier_score: float | None = None
-            if len(defined) == len(tasks):
-                tier_score = 1000.0 * geometric_mean(defined)
-            else:
-                undefined = [t.task for t in tasks.values() if t.score is None]
-                notes.append(
-                    f"{run}/{tier_name}: no trials above chance in {', '.join(undefined)}; "
-                    "the tier score is undefined"
-                )
-            tokens_n = sum(c.tokens_n for c in tier_rows)
-            avg_tokens = sum(c.tokens_sum for c in tier_rows) / tokens_n if tokens_n else None
-            tiers[tier_name] = TierScore(tier_name, tier_score, avg_tokens, tasks)
-        scores = [t.score for t in tiers.values() if t.score is not None]
-        tokens = [t.avg_tokens for t in tiers.values() if t.avg_tokens is not None]
-        avg_score = sum(scores) / len(scores) if len(scores) == len(tiers) else None
-        avg_tokens = sum(tokens) / len(tokens) if len(tokens) == len(tiers) else None
-        if avg_tokens is None:
-            notes.append(f"{run}: some tier has no `tokens_out`; score/token is undefined")
-        per_token = None
-        if avg_score is not None and avg_tokens is not None:
-            if avg_tokens > 0:
-                per_token = avg_score / avg_tokens
-            else:
-                notes.append(f"{run}: mean output tokens is 0; score/token is undefined")
-        return RunScore(
-            run=run,
-            samples=sum(c.total for c in rows),
-            missing=sum(c.missing for c in rows),
-            avg_score=avg_score,
-            avg_tokens=avg_tokens,
-            score_per_token=per_token,
-            tiers=tiers,
-        )
-
-    def terminal(self, result: Any, console: Console, *, detail: bool = False) -> None:
-        from calipers.schemes.reasonscore import terminal
-
-        terminal.reasonscore_leaderboard(result, console)
-        if detail:
-            terminal.reasonscore_tasks(result, console)
-
-    def html_section(self, report: dict[str, Any]) -> dict[str, Any]:
-        from calipers.schemes.reasonscore import html
-
-        return html.reasonscore_section(report)
-
-
 def _score_point(c: _Counts, z: float) -> PointScore:
     adj_s = c.correct - c.guess_sum
     adj_n = c.total - c.guess_sum
@@ -416,4 +303,89 @@ def _score_task(task: str, rows: list[_Counts], z: float) -> TaskScore:
         raw_score=raw,
         score=None if raw is None else max(TASK_FLOOR, raw),
         points=points,
+    )
+
+
+def score_samples(samples: SampleSet, options: Any, *, name: str) -> ReasonScoreResult:
+    """The scores of every run in `samples` (options checked by the scheme's declaration)."""
+    z = options.z
+    if not (math.isfinite(z) and z > 0):
+        raise InputError(f"`z` must be a positive number, got {z}", parameters=["z"])
+    counts = _point_counts(samples)
+    result = ReasonScoreResult(scheme=name, parameters={"z": z}, origin=samples.origin)
+    if sum(c.total for c in counts) == 0:
+        raise DataError(
+            f"nothing to score in {samples.origin}: reasonscore needs samples with `correct`",
+            hint="Each sample needs `correct` (true/false), and ideally `tier`, `point`, "
+            "`guess_chance`, `truncated` and `tokens_out`.",
+        )
+    _add_notes(result, counts)
+    for run_name, run_rows in sorted(_group(counts, "run").items()):
+        result.runs[run_name] = _score_run(run_name, run_rows, z, result.notes)
+    return result
+
+
+def _add_notes(result: ReasonScoreResult, counts: list[_Counts]) -> None:
+    missing = sum(c.missing for c in counts)
+    if missing:
+        result.notes.append(
+            f"{missing} sample(s) without `correct` were not scored (counted as missing)"
+        )
+    no_guess = sum(c.no_guess for c in counts)
+    if no_guess:
+        result.notes.append(
+            f"{no_guess} sample(s) without `guess_chance`: no guessing correction applied"
+        )
+    task_sets = {
+        run: frozenset((c.tier, c.task) for c in rows)
+        for run, rows in _group(counts, "run").items()
+    }
+    if len(set(task_sets.values())) > 1:
+        result.notes.append(
+            "runs do not cover the same (tier, task) pairs: their scores are not comparable"
+        )
+
+
+def _score_run(run: str, rows: list[_Counts], z: float, notes: list[str]) -> RunScore:
+    tiers: dict[str, TierScore] = {}
+    by_tier = _group(rows, "tier")
+    for tier_name in sorted(by_tier, key=_tier_key):
+        tier_rows = by_tier[tier_name]
+        tasks = {
+            task: _score_task(task, task_rows, z)
+            for task, task_rows in sorted(_group(tier_rows, "task").items())
+        }
+        defined = [t.score for t in tasks.values() if t.score is not None]
+        tier_score: float | None = None
+        if len(defined) == len(tasks):
+            tier_score = 1000.0 * geometric_mean(defined)
+        else:
+            undefined = [t.task for t in tasks.values() if t.score is None]
+            notes.append(
+                f"{run}/{tier_name}: no trials above chance in {', '.join(undefined)}; "
+                "the tier score is undefined"
+            )
+        tokens_n = sum(c.tokens_n for c in tier_rows)
+        avg_tokens = sum(c.tokens_sum for c in tier_rows) / tokens_n if tokens_n else None
+        tiers[tier_name] = TierScore(tier_name, tier_score, avg_tokens, tasks)
+    scores = [t.score for t in tiers.values() if t.score is not None]
+    tokens = [t.avg_tokens for t in tiers.values() if t.avg_tokens is not None]
+    avg_score = sum(scores) / len(scores) if len(scores) == len(tiers) else None
+    avg_tokens = sum(tokens) / len(tokens) if len(tokens) == len(tiers) else None
+    if avg_tokens is None:
+        notes.append(f"{run}: some tier has no `tokens_out`; score/token is undefined")
+    per_token = None
+    if avg_score is not None and avg_tokens is not None:
+        if avg_tokens > 0:
+            per_token = avg_score / avg_tokens
+        else:
+            notes.append(f"{run}: mean output tokens is 0; score/token is undefined")
+    return RunScore(
+        run=run,
+        samples=sum(c.total for c in rows),
+        missing=sum(c.missing for c in rows),
+        avg_score=avg_score,
+        avg_tokens=avg_tokens,
+        score_per_token=per_token,
+        tiers=tiers,
     )

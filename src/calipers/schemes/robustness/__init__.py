@@ -4,6 +4,7 @@ perturbed inputs, with intervals over cases. `calipers check` runs the perturbat
 
 from __future__ import annotations
 
-from calipers.schemes.robustness.scoring import RobustnessResult, RobustnessScheme
+from calipers.schemes.robustness.scheme import RobustnessScheme
+from calipers.schemes.robustness.scoring import RobustnessResult
 
 __all__ = ["RobustnessResult", "RobustnessScheme"]

@@ -30,13 +30,11 @@ import numpy as np
 
 from calipers.data.decision import distance, is_structured
 from calipers.errors import DataError
-from calipers.schemes.base import BootstrapOptions, Scheme, SchemeResult
-from calipers.schemes.registry import register
+from calipers.schemes.base import SchemeResult
 from calipers.stats import BootstrapResult, mean_bootstrap
 
 if TYPE_CHECKING:
     import pandas as pd
-    from rich.console import Console
 
     from calipers.data.sampleset import SampleSet
 
@@ -343,49 +341,31 @@ def score_run(
     return RunRobustness(run, cases, intervals, confidence_level)
 
 
-@register
-class RobustnessScheme(Scheme):
-    name = "robustness"
-    description = "invariance, sensitivity and K under perturbed inputs, as kelvin (seed 004)"
-    required_fields = ("perturbation", "decision")
-    higher_is_better = True
-    Options = BootstrapOptions
-    report_schema = "robustness"
-
-    def compute(self, samples: SampleSet, options: BootstrapOptions) -> RobustnessResult:
-        confidence_level = options.confidence_level
-        n_resamples = options.n_resamples
-        seed = options.seed
-        has = samples.con.execute(
-            f"SELECT count(*) FROM {samples.relation} WHERE perturbation IS NOT NULL"
-        ).fetchone()
-        if not has or not has[0]:
-            raise DataError(
-                f"{samples.origin}: no sample has a `perturbation` (baseline, reorder, swap, …)",
-                hint="Run `calipers check`, or import a kelvin directory: "
-                "`calipers import --format kelvin DIR`.",
-            )
-        notes: list[str] = []
-        runs = {}
-        for run in samples.runs():
-            cases, more = read_cases(samples, run)
-            notes += [f"{run}: {n}" for n in more]
-            runs[run] = score_run(
-                cases, run, confidence_level=confidence_level, n_resamples=n_resamples, seed=seed
-            )
-        parameters = {
-            "confidence_level": confidence_level,
-            "n_resamples": n_resamples,
-            "seed": seed,
-        }
-        return RobustnessResult(self.name, parameters, samples.origin, notes, runs)
-
-    def terminal(self, result: Any, console: Console, *, detail: bool = False) -> None:
-        from calipers.schemes.robustness import terminal
-
-        terminal.robustness_report(result, console)
-
-    def html_section(self, report: dict[str, Any]) -> dict[str, Any]:
-        from calipers.schemes.robustness import html
-
-        return html.robustness_section(report)
+def score_samples(samples: SampleSet, options: Any, *, name: str) -> RobustnessResult:
+    """The scores of every run in `samples` (options checked by the scheme's declaration)."""
+    confidence_level = options.confidence_level
+    n_resamples = options.n_resamples
+    seed = options.seed
+    has = samples.con.execute(
+        f"SELECT count(*) FROM {samples.relation} WHERE perturbation IS NOT NULL"
+    ).fetchone()
+    if not has or not has[0]:
+        raise DataError(
+            f"{samples.origin}: no sample has a `perturbation` (baseline, reorder, swap, …)",
+            hint="Run `calipers check`, or import a kelvin directory: "
+            "`calipers import --format kelvin DIR`.",
+        )
+    notes: list[str] = []
+    runs = {}
+    for run in samples.runs():
+        cases, more = read_cases(samples, run)
+        notes += [f"{run}: {n}" for n in more]
+        runs[run] = score_run(
+            cases, run, confidence_level=confidence_level, n_resamples=n_resamples, seed=seed
+        )
+    parameters = {
+        "confidence_level": confidence_level,
+        "n_resamples": n_resamples,
+        "seed": seed,
+    }
+    return RobustnessResult(name, parameters, samples.origin, notes, runs)

@@ -4,6 +4,7 @@ grades, red flags and bonuses (`scoring`), the history kept in the store with it
 
 from __future__ import annotations
 
-from calipers.schemes.rubric.scoring import RubricOptions, RubricResult, RubricScheme
+from calipers.schemes.rubric.scheme import RubricOptions, RubricScheme
+from calipers.schemes.rubric.scoring import RubricResult
 
 __all__ = ["RubricOptions", "RubricResult", "RubricScheme"]

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from calipers.data.store import Store
 from calipers.schemes.rubric.definition import DIMENSIONS
-from calipers.schemes.rubric.scoring import Evaluation, HistoryFlag
+from calipers.schemes.rubric.scoring import Evaluation, HistoryFlag, RubricResult
 
 WINDOW = 10  # earlier evaluations the rolling mean and SD cover
 MIN_HISTORY = 2  # an SD needs at least two
@@ -176,3 +176,16 @@ def history_series(
             )
         out[task] = entries[-limit:]
     return out
+
+
+def record_in_history(result: RubricResult, db: str | Path) -> None:
+    """Record the result's evaluations in the store's history and flag each dimension more than
+    2 SD from the 10 evaluations of its task before it; the result gains the flags, the history
+    series of its tasks, and a note."""
+    new = record_history(db, result.evaluations, rubric_sha256=result.rubric["sha256"])
+    result.history = history_series(db, sorted({e.task for e in result.evaluations}))
+    flagged = sum(1 for e in result.evaluations if e.history_flags)
+    result.parameters["history"] = str(db)
+    result.notes.append(
+        f"history: {new} new evaluation(s) recorded in {db}; {flagged} flagged for review"
+    )

@@ -19,23 +19,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal, localcontext
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from calipers.data.sampleset import SampleSet
 from calipers.errors import InputError
-from calipers.schemes.base import BootstrapOptions, Scheme, SchemeResult
-from calipers.schemes.registry import register
+from calipers.schemes.base import SchemeResult
 from calipers.schemes.rubric.definition import DIMENSIONS, Rubric, RubricRules, load_rubric
 from calipers.stats import mean_bootstrap
 
 if TYPE_CHECKING:
     import pandas as pd
-    from rich.console import Console
 
-    from calipers.data.store import Store
 
 CENT = Decimal("0.01")
 RED_FLAG_DEDUCTION = Decimal("0.5")
@@ -390,80 +386,28 @@ def summarize_runs(
     return out
 
 
-class RubricOptions(BootstrapOptions):
-    rubric: str | Path | Rubric | None = None  # a rubric file; None: the packaged one
-    # a store to record each evaluation in and flag it against (None: no history)
-    history: str | Path | None = None
-
-
-@register
-class RubricScheme(Scheme):
-    name = "rubric"
-    description = "seven weighted dimensions on 1–10, red flags, bonuses and a grade (seed 001)"
-    required_fields = ("judgments",)
-    higher_is_better = True
-    Options = RubricOptions
-    report_schema = "rubric"
-
-    def compute(self, samples: SampleSet, options: RubricOptions) -> RubricResult:
-        rubric = options.rubric
-        confidence_level = options.confidence_level
-        n_resamples = options.n_resamples
-        seed = options.seed
-        spec = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
-        evaluations, notes = score_evaluations(samples, spec)
-        if not evaluations:
-            raise InputError(f"{samples.origin} has no sample to score")
-        parameters = {
-            "rubric": spec.origin,
-            "rubric_sha256": spec.sha256,
-            "confidence_level": confidence_level,
-            "n_resamples": n_resamples,
-            "seed": seed,
-        }
-        runs = summarize_runs(
-            evaluations, confidence_level=confidence_level, n_resamples=n_resamples, seed=seed
-        )
-        result = RubricResult(
-            self.name, parameters, samples.origin, notes, spec.to_dict(), evaluations, runs
-        )
-        result.parameters["history"] = None
-        if options.history is not None:
-            record_in_history(result, options.history)
-        return result
-
-    def terminal(self, result: Any, console: Console, *, detail: bool = False) -> None:
-        from calipers.schemes.rubric import terminal
-
-        terminal.rubric_report(result, console)
-
-    def html_section(self, report: dict[str, Any]) -> dict[str, Any]:
-        from calipers.schemes.rubric import html
-
-        return html.rubric_section(report)
-
-    def report_section(self, result: Any, store: Store) -> dict[str, Any]:
-        """The store report shows the history as it stands (it records nothing)."""
-        from calipers.schemes.rubric.history import history_series
-
-        section = dict(result.to_dict())
-        rows = store.con.execute("SELECT DISTINCT task FROM rubric_history").fetchall()
-        tasks = sorted({e.task for e in result.evaluations} & {r[0] for r in rows})
-        if tasks:
-            section["history"] = history_series(store, tasks)
-        return section
-
-
-def record_in_history(result: RubricResult, db: str | Path) -> None:
-    """Record the result's evaluations in the store's history and flag each dimension more than
-    2 SD from the 10 evaluations of its task before it; the result gains the flags, the history
-    series of its tasks, and a note."""
-    from calipers.schemes.rubric.history import history_series, record_history
-
-    new = record_history(db, result.evaluations, rubric_sha256=result.rubric["sha256"])
-    result.history = history_series(db, sorted({e.task for e in result.evaluations}))
-    flagged = sum(1 for e in result.evaluations if e.history_flags)
-    result.parameters["history"] = str(db)
-    result.notes.append(
-        f"history: {new} new evaluation(s) recorded in {db}; {flagged} flagged for review"
+def score_samples(samples: SampleSet, options: Any, *, name: str) -> RubricResult:
+    """The scores of every run in `samples` (options checked by the scheme's declaration)."""
+    rubric = options.rubric
+    confidence_level = options.confidence_level
+    n_resamples = options.n_resamples
+    seed = options.seed
+    spec = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
+    evaluations, notes = score_evaluations(samples, spec)
+    if not evaluations:
+        raise InputError(f"{samples.origin} has no sample to score")
+    parameters = {
+        "rubric": spec.origin,
+        "rubric_sha256": spec.sha256,
+        "confidence_level": confidence_level,
+        "n_resamples": n_resamples,
+        "seed": seed,
+    }
+    runs = summarize_runs(
+        evaluations, confidence_level=confidence_level, n_resamples=n_resamples, seed=seed
     )
+    result = RubricResult(
+        name, parameters, samples.origin, notes, spec.to_dict(), evaluations, runs
+    )
+    result.parameters["history"] = None
+    return result

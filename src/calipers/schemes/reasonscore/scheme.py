@@ -1,0 +1,43 @@
+"""The reasonscore scheme's declaration: its options, views and report schema; the numbers are
+made in `scoring`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from calipers.data.sampleset import SampleSet
+from calipers.schemes.base import Scheme, SchemeOptions
+from calipers.schemes.reasonscore import html, scoring, terminal
+from calipers.schemes.reasonscore.scoring import ReasonScoreResult
+from calipers.schemes.registry import register
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+class ReasonScoreOptions(SchemeOptions):
+    z: float = Field(default=1.96, gt=0, allow_inf_nan=False)  # Wilson z (1.96: 95%)
+
+
+@register
+class ReasonScore(Scheme):
+    name = "reasonscore"
+    description = "ReasonScore: Wilson on guessing-corrected counts, geometric mean, score/token"
+    required_fields = ("run", "task", "correct")
+    higher_is_better = True
+    Options = ReasonScoreOptions
+    report_schema = "reasonscore"
+    ranks_runs = True
+
+    def compute(self, samples: SampleSet, options: ReasonScoreOptions) -> ReasonScoreResult:
+        return scoring.score_samples(samples, options, name=self.name)
+
+    def terminal(self, result: Any, console: Console, *, detail: bool = False) -> None:
+        terminal.reasonscore_leaderboard(result, console)
+        if detail:
+            terminal.reasonscore_tasks(result, console)
+
+    def html_section(self, report: dict[str, Any]) -> dict[str, Any]:
+        return html.reasonscore_section(report)
