@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from calipers.version import __version__
 
 if TYPE_CHECKING:
-    from calipers.api import Samples, compare, load, open, schemes, score
+    from calipers.api import Samples, available_schemes, compare, load, open, score
     from calipers.errors import CalipersError, DataError, GateFailed, InputError, ValidationError
 
 __all__ = [
@@ -27,13 +27,13 @@ __all__ = [
     "Samples",
     "ValidationError",
     "__version__",
+    "available_schemes",
     "compare",
     "load",
     "open",
-    "schemes",
     "score",
 ]
-_API = {"Samples", "compare", "load", "open", "schemes", "score"}
+_API = {"Samples", "available_schemes", "compare", "load", "open", "score"}
 _ERRORS = {"CalipersError", "DataError", "GateFailed", "InputError", "ValidationError"}
 
 

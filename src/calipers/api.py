@@ -25,7 +25,7 @@ from calipers.schemes.base import Scheme, SchemeResult
 from calipers.verdicts.base import Comparison
 from calipers.workspace import DEFAULT_DB
 
-__all__ = ["Samples", "compare", "load", "open", "schemes", "score"]
+__all__ = ["Samples", "available_schemes", "compare", "load", "open", "score"]
 
 
 class Samples(SampleSet):
@@ -127,10 +127,10 @@ def _records_of(data: Any, kind: str) -> list[dict[str, Any]]:
 
 
 def _json_default(value: Any) -> Any:
+    if getattr(value, "ndim", 0) > 0:  # numpy arrays in nested fields, even of one element
+        return value.tolist()
     if hasattr(value, "item"):  # numpy scalars
         return value.item()
-    if hasattr(value, "tolist"):  # numpy arrays in nested fields
-        return value.tolist()
     if hasattr(value, "isoformat"):
         return value.isoformat()
     raise TypeError(f"cannot write {type(value).__name__} as JSON")
@@ -161,7 +161,7 @@ def _samples(samples: SampleSet | str | Path | Any) -> SampleSet:
     return samples if isinstance(samples, SampleSet) else open(samples)
 
 
-def schemes() -> dict[str, type[Scheme]]:
+def available_schemes() -> dict[str, type[Scheme]]:
     """Every registered scheme by name (built-in and from the `calipers.schemes` entry points)."""
     return available()
 

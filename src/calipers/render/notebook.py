@@ -20,6 +20,9 @@ def result_html(result: Any, title: str) -> str:
     """Notebook display: the title and the run-level frame, escaped by pandas."""
     from html import escape
 
-    frame = result.to_frame("run") if hasattr(result, "header") else result.to_frame()
+    try:
+        frame = result.to_frame("run") if hasattr(result, "header") else result.to_frame()
+    except Exception:  # a scheme without a run level: its default level
+        frame = result.to_frame()
     table = str(frame.to_html(max_rows=50, escape=True))
     return f"<p><strong>{escape(title)}</strong></p>" + table

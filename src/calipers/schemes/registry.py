@@ -64,5 +64,6 @@ def get_scheme(name: str) -> Scheme:
         raise InputError(
             f"unknown scheme '{name}'",
             hint=f"Available schemes: {', '.join(schemes) or '(none)'}.",
+            parameters=["scheme"],
         )
     return schemes[name]()

@@ -56,7 +56,7 @@ class PairResult:
         }
 
 
-@dataclass
+@dataclass(repr=False)  # the readable repr of the base class
 class CompareResult(Comparison):
     scheme: str
     origin: str

@@ -335,7 +335,7 @@ def stage_layers(
     )
 
 
-@dataclass
+@dataclass(repr=False)  # the readable repr of the base class
 class SummaryResult(SchemeResult):
     """Per-run summaries of a comparable scheme (layered or metric)."""
 

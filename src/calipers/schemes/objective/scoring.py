@@ -277,7 +277,7 @@ def _judge01(row: tuple[Any, ...], overall: list[list[float]], origin: str) -> f
     return float(np.mean(values)) if values else None
 
 
-@dataclass
+@dataclass(repr=False)  # the readable repr of the base class
 class ObjectiveResult(SchemeResult):
     """Every run's task scores; cost adjustments against `parameters["baseline"]` when given."""
 

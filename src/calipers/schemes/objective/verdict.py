@@ -159,7 +159,7 @@ class NetGainInterval:
         }
 
 
-@dataclass
+@dataclass(repr=False)  # the readable repr of the base class
 class ObjectiveComparison(Comparison):
     baseline: str
     candidate: str

@@ -91,7 +91,7 @@ class RunScore:
     tiers: dict[str, TierScore] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(repr=False)  # the readable repr of the base class
 class ReasonScoreResult(SchemeResult):
     runs: dict[str, RunScore] = field(default_factory=dict)
 

@@ -209,7 +209,7 @@ def _interval_dict(result: BootstrapResult | None) -> dict[str, Any] | None:
     return None if result is None else result.to_dict()
 
 
-@dataclass
+@dataclass(repr=False)  # the readable repr of the base class
 class RobustnessResult(SchemeResult):
     runs: dict[str, RunRobustness] = field(default_factory=dict)
 

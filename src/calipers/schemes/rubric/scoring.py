@@ -318,7 +318,7 @@ class RunGrades:
         }
 
 
-@dataclass
+@dataclass(repr=False)  # the readable repr of the base class
 class RubricResult(SchemeResult):
     rubric: dict[str, Any] = field(default_factory=dict)
     evaluations: list[Evaluation] = field(default_factory=list)
