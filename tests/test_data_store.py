@@ -79,26 +79,10 @@ def test_migrations_are_recorded_once(tmp_path: Path) -> None:
     names = [r[0] for r in con.execute("SELECT name FROM schema_migrations").fetchall()]
     assert names == [name for name, _ in migrations.MIGRATIONS]
     assert migrations.pending(con) == []
-
-
-def test_a_store_from_an_older_version_migrates_and_keeps_its_samples(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "old.duckdb"
-    first_two = migrations.MIGRATIONS[:2]
-    monkeypatch.setattr(migrations, "MIGRATIONS", first_two)
-    con = duckdb.connect(str(path))
-    migrations.migrate(con)
-    con.execute("INSERT INTO samples (run, task, sample_id, epoch) VALUES ('old', 't', 's1', 0)")
     con.close()
-    monkeypatch.undo()
-    with Store(path) as store:
-        assert store.count() == 1
-        store.import_files([GOOD / "small.jsonl"])
-        assert store.count() == 6
-    con = duckdb.connect(str(path))
-    assert migrations.pending(con) == []
-    assert con.execute("SELECT count(tools) FROM samples").fetchall() == [(0,)]
+
+
+# A store made by an older calipers, upgrading, and read-only opens: tests/test_store_schema.py.
 
 
 def test_load_gives_arrow_pandas_and_polars(tmp_path: Path) -> None:

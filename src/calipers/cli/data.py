@@ -127,3 +127,33 @@ def schema(report: str | None) -> None:
             raise InputError(f"no report schema for '{report}'", hint=f"Kinds: {', '.join(kinds)}.")
         text = found.read_text("utf-8")
     sys.stdout.write(text)
+
+
+@cli.command()
+@click.option(
+    "--check",
+    "check_only",
+    is_flag=True,
+    help="Only list the pending migrations (read-only); exit 1 when there are some.",
+)
+@quiet_option
+@db_option
+def migrate(check_only: bool, db: Path) -> None:
+    """Upgrade a store made by an older calipers to the current schema (read-only commands never
+    write, so they ask for this instead)."""
+    from calipers.data.store import pending_migrations, upgrade_store
+
+    if not db.exists():
+        raise InputError(f"no store at {db}", hint="Give the store with --db PATH.")
+    if check_only:
+        pending = pending_migrations(db)
+        if pending:
+            raise InputError(
+                f"the store {db} needs {len(pending)} migration(s): {', '.join(pending)}",
+                hint=f"Run `calipers migrate --db {db}`.",
+            )
+        stdout_console().print(f"{escape(str(db))} is up to date")
+        return
+    applied = upgrade_store(db)
+    done = f"applied {', '.join(applied)}" if applied else "already up to date"
+    stdout_console().print(f"{escape(str(db))}: {done}", highlight=False)

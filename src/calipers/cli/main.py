@@ -21,7 +21,7 @@ from calipers.version import __version__
 
 # command → the module under calipers.cli that defines it
 COMMANDS = {
-    "import": "data", "runs": "data", "export": "data", "schema": "data",
+    "import": "data", "runs": "data", "export": "data", "schema": "data", "migrate": "data",
     "score": "score", "leaderboard": "score", "schemes": "score",
     "compare": "compare", "grade": "grade", "rank": "rank",
     "check": "check", "init": "check", "run": "run", "demo": "demo", "report": "report",
@@ -103,12 +103,15 @@ def main(argv: list[str] | None = None) -> int:
 def _in_flags(exc: CalipersError) -> tuple[str, str | None]:
     """The library names its parameters (`confidence_level`); the command line shows the flags
     that set them (--confidence)."""
+    import re
+
     from calipers.cli.options import flag_for
 
     message, hint = exc.message, exc.hint
     for name in exc.parameters:
         message = message.replace(f"`{name}`", flag_for(name))
-        hint = hint.replace(f"`{name}`", flag_for(name)) if hint else hint
+    if exc.parameters and hint:  # the hint lists the options that would do: as flags too
+        hint = re.sub(r"`([a-z_]+)`", lambda m: flag_for(m.group(1)), hint)
     return message, hint
 
 

@@ -1,7 +1,14 @@
 """The store's schema, as named migrations applied in order and recorded in `schema_migrations`.
 
-Never edit a migration that has shipped: add a new one. Each runs in the same transaction as its
-record, so a store is always at a named version.
+Never edit a shipped migration; add a new one. Each migration is literal SQL, written out in full:
+it must not be built from `calipers.data.model` (or anything else that changes), because a store
+made by an older calipers is upgraded by running exactly the migrations it lacks, and a fresh store
+must come out the same. `tests/test_store_schema.py` checks that a fresh store's `samples` table
+is what `model.FIELDS` says (so a model change without a migration fails it), that a store made by
+the first migration alone and upgraded equals a fresh one, and that no shipped migration's text
+changed.
+
+Each migration runs in the same transaction as its record, so a store is always at a named version.
 """
 
 from __future__ import annotations
@@ -10,52 +17,83 @@ from datetime import UTC, datetime
 
 import duckdb
 
-from calipers.data.model import FIELD_BY_NAME, FIELDS
+# The first version of the store: the sample's fields of the time, then the bookkeeping columns.
+_0001_SAMPLES = """\
+CREATE TABLE samples (
+    run VARCHAR,
+    task VARCHAR,
+    sample_id VARCHAR,
+    epoch INTEGER,
+    tier VARCHAR,
+    point VARCHAR,
+    correct BOOLEAN,
+    guess_chance DOUBLE,
+    truncated BOOLEAN,
+    output VARCHAR,
+    decision JSON,
+    perturbation VARCHAR,
+    perturbation_of VARCHAR,
+    tokens_in BIGINT,
+    tokens_out BIGINT,
+    cost_usd DOUBLE,
+    latency_s DOUBLE,
+    tool_calls INTEGER,
+    steps INTEGER,
+    error VARCHAR,
+    assertions STRUCT(name VARCHAR, type VARCHAR, layer VARCHAR, weight DOUBLE, passed BOOLEAN, value JSON, detail VARCHAR)[],
+    judgments STRUCT(judge VARCHAR, dimension VARCHAR, score DOUBLE, scale_min DOUBLE, scale_max DOUBLE, rationale VARCHAR, red_flags VARCHAR[], bonuses VARCHAR[], error VARCHAR, prompt_hash VARCHAR, repeat INTEGER)[],
+    human STRUCT(dimension VARCHAR, score DOUBLE)[],
+    scores MAP(VARCHAR, DOUBLE),
+    source VARCHAR,
+    imported_at TIMESTAMP
+)"""  # noqa: E501
 
+_0002_IMPORTS_LOG = (
+    "CREATE TABLE imports (id INTEGER, imported_at TIMESTAMP, source VARCHAR, "
+    "format VARCHAR, run_override VARCHAR, samples BIGINT, replaced BIGINT)"
+)
 
-def _samples_table() -> str:
-    # Only the columns of the first version: later fields arrive through their own migration.
-    cols = ",\n    ".join(f"{f.name} {f.duckdb_type}" for f in FIELDS if f.since is None)
-    return f"CREATE TABLE samples (\n    {cols},\n    source VARCHAR,\n    imported_at TIMESTAMP\n)"
+_0003_TOOLS = (
+    "ALTER TABLE samples ADD COLUMN tools STRUCT(name VARCHAR, input JSON, output VARCHAR)[]"
+)
 
+# One row per rubric evaluation ever scored; `seq` orders them (earlier = smaller).
+_0004_RUBRIC_HISTORY = (
+    "CREATE TABLE rubric_history (seq BIGINT NOT NULL, scored_at TIMESTAMP NOT NULL, "
+    "run VARCHAR NOT NULL, task VARCHAR NOT NULL, sample_id VARCHAR NOT NULL, "
+    "epoch INTEGER NOT NULL, rubric_sha256 VARCHAR, correctness DOUBLE, "
+    "completeness DOUBLE, adherence DOUBLE, actionability DOUBLE, efficiency DOUBLE, "
+    "safety DOUBLE, consistency DOUBLE, composite DOUBLE, final DOUBLE, grade VARCHAR, "
+    "PRIMARY KEY (run, task, sample_id, epoch))"
+)
+
+_0005_INPUT = "ALTER TABLE samples ADD COLUMN input VARCHAR"
+_0005_EXPECTED = "ALTER TABLE samples ADD COLUMN expected VARCHAR"
 
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("0001_samples", (_samples_table(),)),
-    (
-        "0002_imports_log",
-        (
-            "CREATE TABLE imports (id INTEGER, imported_at TIMESTAMP, source VARCHAR, "
-            "format VARCHAR, run_override VARCHAR, samples BIGINT, replaced BIGINT)",
-        ),
-    ),
-    ("0003_tools", (f"ALTER TABLE samples ADD COLUMN tools {FIELD_BY_NAME['tools'].duckdb_type}",)),
-    (
-        "0004_rubric_history",
-        (
-            # One row per rubric evaluation ever scored; `seq` orders them (earlier = smaller).
-            "CREATE TABLE rubric_history (seq BIGINT NOT NULL, scored_at TIMESTAMP NOT NULL, "
-            "run VARCHAR NOT NULL, task VARCHAR NOT NULL, sample_id VARCHAR NOT NULL, "
-            "epoch INTEGER NOT NULL, rubric_sha256 VARCHAR, correctness DOUBLE, "
-            "completeness DOUBLE, adherence DOUBLE, actionability DOUBLE, efficiency DOUBLE, "
-            "safety DOUBLE, consistency DOUBLE, composite DOUBLE, final DOUBLE, grade VARCHAR, "
-            "PRIMARY KEY (run, task, sample_id, epoch))",
-        ),
-    ),
-    (
-        "0005_input_expected",
-        tuple(
-            f"ALTER TABLE samples ADD COLUMN {name} {FIELD_BY_NAME[name].duckdb_type}"
-            for name in ("input", "expected")
-        ),
-    ),
+    ("0001_samples", (_0001_SAMPLES,)),
+    ("0002_imports_log", (_0002_IMPORTS_LOG,)),
+    ("0003_tools", (_0003_TOOLS,)),
+    ("0004_rubric_history", (_0004_RUBRIC_HISTORY,)),
+    ("0005_input_expected", (_0005_INPUT, _0005_EXPECTED)),
+)
+
+_BOOKKEEPING = (
+    "CREATE TABLE IF NOT EXISTS schema_migrations (name VARCHAR PRIMARY KEY, applied_at TIMESTAMP)"
 )
 
 
-def applied(con: duckdb.DuckDBPyConnection) -> list[str]:
-    exists = con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations'"
+def tables(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The tables of the connection's current database (not its temporary ones), by name."""
+    rows = con.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_catalog = current_database() "
+        "AND table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name"
     ).fetchall()
-    if not exists or not exists[0][0]:
+    return [str(r[0]) for r in rows]
+
+
+def applied(con: duckdb.DuckDBPyConnection) -> list[str]:
+    if "schema_migrations" not in tables(con):
         return []
     return [
         r[0] for r in con.execute("SELECT name FROM schema_migrations ORDER BY name").fetchall()
@@ -69,10 +107,7 @@ def pending(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Apply every pending migration; return their names."""
-    con.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (name VARCHAR PRIMARY KEY, "
-        "applied_at TIMESTAMP)"
-    )
+    con.execute(_BOOKKEEPING)
     done = set(applied(con))
     ran = []
     for name, statements in MIGRATIONS:

@@ -1,9 +1,17 @@
-"""The store: one embedded DuckDB file holding every sample, versioned by named migrations."""
+"""The store: one embedded DuckDB file holding every sample, versioned by named migrations.
+
+A writable open applies the migrations the file lacks; a read-only open never writes, and refuses a
+store made by an older calipers (`OutdatedStoreError`) instead. Every open of one file in a process
+shares one DuckDB database (see `_Shared`), so read-only and writable opens can be mixed freely.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
+import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -51,12 +59,161 @@ class RunInfo:
     last_import: datetime | None
 
 
+class OutdatedStoreError(InputError):
+    """A read-only open of a store made by an older calipers: it lacks migrations, and reading
+    never applies them (exit 1). `pending` names them, in order."""
+
+    def __init__(self, path: Path, pending: Sequence[str]) -> None:
+        self.path = path
+        self.pending = list(pending)
+        n = len(self.pending)
+        super().__init__(
+            f"the store {path} was made by an older calipers: it lacks {n} schema migration"
+            f"{'s' if n != 1 else ''} ({', '.join(self.pending)}), and a read-only command "
+            "does not change the store",
+            hint=f"Run `calipers migrate --db {path}` (or any command that writes, such as "
+            "`calipers import`) to upgrade it.",
+        )
+
+
+def _not_a_store(path: Path, tables: Sequence[str]) -> InputError:
+    if not tables:
+        return InputError(
+            f"{path} is an empty DuckDB file, not a calipers store yet (it has no "
+            "schema_migrations table)",
+            hint=f"Run `calipers migrate --db {path}` (or `calipers import`) to make it one.",
+        )
+    shown = ", ".join(tables[:5]) + (", …" if len(tables) > 5 else "")
+    return InputError(
+        f"{path} is not a calipers store: it has no schema_migrations table, and holds other "
+        f"tables ({shown})",
+        hint="Give the path of a calipers store (one made by `calipers import`).",
+    )
+
+
+class _Shared:
+    """This process's one DuckDB database for one store file.
+
+    DuckDB refuses a second database on a file a process already has open (in another mode, or at
+    all when either is writable), so every `Store` on the file, and every `SampleSet` it hands
+    out, is a cursor of one in-memory database with the file ATTACHed as `store` and made each
+    cursor's default (`USE store`): `SELECT ... FROM samples` reads the store. The file is attached
+    read-only while only read-only opens have used it (other processes can read it at the same
+    time), and re-attached read-write in place by the first writable open; the read-only cursors'
+    temporary views and settings survive that. It stays read-write until the last cursor is closed
+    or dropped: then the database is closed and the file released.
+    """
+
+    def __init__(self, path: Path, *, writable: bool) -> None:
+        self.path = path
+        self.writable = False
+        self.attached = False
+        self.root = duckdb.connect()
+        try:
+            # As a file database would: spill next to the store, not into ./.tmp.
+            self.root.execute(f"SET temp_directory = {sql_literal(str(path) + '.tmp')}")
+            self._attach(writable=writable)
+        except BaseException:
+            self.root.close()
+            raise
+
+    def _attach(self, *, writable: bool) -> None:
+        mode = "" if writable else " (READ_ONLY)"
+        self.root.execute(f"ATTACH {sql_literal(str(self.path))} AS store{mode}")
+        self.writable, self.attached = writable, True
+
+    def ensure(self, *, writable: bool) -> None:
+        """Attached, and read-write if `writable` (re-attaching a read-only file in place)."""
+        if self.attached and (self.writable or not writable):
+            return
+        if self.attached:
+            self.root.execute("DETACH store")
+            self.attached = False
+        try:
+            self._attach(writable=writable)
+        except duckdb.Error:
+            if writable:  # e.g. another process reads it: stay read-only for this one's readers
+                with contextlib.suppress(duckdb.Error):
+                    self._attach(writable=False)
+            raise
+
+
+# Re-attaching a read-only file read-write is safe only where DuckDB refuses to attach a file a
+# second time while a reader in the middle of a query still holds it (1.5 on; 1.3 allows it).
+_REATTACH_SAFE = tuple(int(n) for n in duckdb.__version__.split(".")[:2]) >= (1, 5)
+
+_SHARED: weakref.WeakValueDictionary[str, _Shared] = weakref.WeakValueDictionary()
+_SHARED_LOCK = threading.Lock()  # guards _SHARED, attaching, and migrating
+
+
+def _release(shared: _Shared) -> None:
+    """Nothing to do: the finalizer that passes `shared` here holds it while the cursor lives,
+    and lets go when the cursor is dropped (or when its store is closed and detaches it)."""
+
+
+def _open(path: Path, *, writable: bool) -> tuple[_Shared, duckdb.DuckDBPyConnection]:
+    """A new cursor on this process's database for the file at `path`, reading it by default."""
+    key = str(path.resolve())
+    with _SHARED_LOCK:
+        shared = _SHARED.get(key)
+        upgrading = shared is not None and writable and not shared.writable
+        if upgrading and not _REATTACH_SAFE:
+            shared = None  # the error's traceback must not keep the database open
+            raise InputError(
+                f"cannot open the store {path} for writing while it is open read-only in this "
+                f"process (DuckDB {duckdb.__version__} cannot switch it safely)",
+                hint="Close the read-only store (or its samples' connection) first, or use "
+                "DuckDB 1.5 or later.",
+            )
+        try:
+            if shared is None:
+                shared = _Shared(Path(key), writable=writable)
+                _SHARED[key] = shared
+            else:
+                shared.ensure(writable=writable)
+        except duckdb.Error as exc:
+            shared = None
+            raise _cannot_open(path, exc, writable=writable, upgrading=upgrading) from exc
+        con = shared.root.cursor()
+    con.execute("USE store")
+    return shared, con
+
+
+def _cannot_open(path: Path, exc: duckdb.Error, *, writable: bool, upgrading: bool) -> InputError:
+    how = " for writing" if writable else ""
+    if "Unique file handle conflict" in str(exc) or "already attached" in str(exc):
+        if upgrading:
+            return InputError(
+                f"cannot open the store {path}{how}: a read-only use of it in this process is "
+                "in the middle of a query (an unfetched result), so it cannot be made writable",
+                hint="Fetch or close that result (or close the read-only store) first.",
+            )
+        return InputError(
+            f"cannot open the store {path}{how}: this process already has the file open "
+            "through a DuckDB connection that calipers did not make",
+            hint="Close that connection first, or open the store only through calipers.",
+        )
+    return InputError(
+        f"cannot open the store {path}{how}: {exc}",
+        hint="Is it a DuckDB file, and not open in another process?",
+    )
+
+
 class Store:
-    """A DuckDB file of samples. Use as a context manager, or call `close()`."""
+    """A DuckDB file of samples. Use as a context manager, or call `close()`.
+
+    `Store(path)` opens it for writing and applies any migration it lacks (`migrated` names
+    them). `Store(path, read_only=True)` never writes: it raises `OutdatedStoreError` for a
+    store that lacks migrations, and `InputError` for a DuckDB file that is not a calipers store.
+    Read-only and writable stores on one file can be open at the same time in a process (see
+    `_Shared`); `store.con` is a DuckDB cursor on which `samples`, `imports` and `rubric_history`
+    name the store's tables.
+    """
 
     def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
         self.path = Path(path)
         self.read_only = read_only
+        self.migrated: list[str] = []  # the migrations this open applied, in order
         if self.path.is_dir():
             raise InputError(f"--db {self.path}: is a directory", hint="Give a file path.")
         if read_only:
@@ -65,36 +222,37 @@ class Store:
                     f"no store at {self.path}",
                     hint="Run `calipers import FILE` first, or pass a FILE to read it directly.",
                 )
-            self._upgrade_if_needed()
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._shared: _Shared | None
+        self._shared, self.con = _open(self.path, writable=not read_only)
+        # The shared database lives while any cursor of it does: a SampleSet outliving its Store
+        # (`open_samples`) keeps it open through its cursor.
+        self._keep = weakref.finalize(self.con, _release, self._shared)
         try:
-            self.con = duckdb.connect(str(self.path), read_only=read_only)
-        except duckdb.Error as exc:
-            raise InputError(
-                f"cannot open the store {self.path}: {exc}",
-                hint="Is it a DuckDB file, and not open in another process?",
-            ) from exc
-        # DuckDB's own progress bar would draw over calipers' output.
-        self.con.execute("SET enable_progress_bar = false")
-        limit = os.environ.get("CALIPERS_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT)
-        try:
-            self.con.execute(f"SET memory_limit = {sql_literal(limit)}")
-        except duckdb.Error as exc:
-            raise InputError(
-                f"CALIPERS_MEMORY_LIMIT={limit!r} is not a memory size",
-                hint="Use e.g. 600MB or 4GB.",
-            ) from exc
-        if not read_only:
-            migrations.migrate(self.con)
-
-    def _upgrade_if_needed(self) -> None:
-        con = duckdb.connect(str(self.path))
-        try:
-            if migrations.pending(con):
-                migrations.migrate(con)
-        finally:
-            con.close()
+            # DuckDB's own progress bar would draw over calipers' output.
+            self.con.execute("SET enable_progress_bar = false")
+            limit = os.environ.get("CALIPERS_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT)
+            try:
+                self.con.execute(f"SET memory_limit = {sql_literal(limit)}")
+            except duckdb.Error as exc:
+                raise InputError(
+                    f"CALIPERS_MEMORY_LIMIT={limit!r} is not a memory size",
+                    hint="Use e.g. 600MB or 4GB.",
+                ) from exc
+            with _SHARED_LOCK:
+                tables = migrations.tables(self.con)
+                if "schema_migrations" not in tables and (read_only or tables):
+                    raise _not_a_store(self.path, tables)
+                if read_only:
+                    pending = migrations.pending(self.con)
+                    if pending:
+                        raise OutdatedStoreError(self.path, pending)
+                else:
+                    self.migrated = migrations.migrate(self.con)
+        except BaseException:
+            self.close()
+            raise
 
     def __enter__(self) -> Store:
         return self
@@ -109,6 +267,9 @@ class Store:
 
     def close(self) -> None:
         self.con.close()
+        # Drop this store's hold on the shared database: closed once nothing else uses it.
+        self._keep.detach()
+        self._shared = None
 
     # ------------------------------------------------------------------------------- import
 
@@ -228,6 +389,8 @@ class Store:
         """Set one nested column (e.g. `assertions`, `judgments`) of the samples keyed by each
         update's (run, task, sample_id, epoch) to its fifth item, in one transaction: every
         sample is updated or none is."""
+        if self.read_only:
+            raise InputError("the store is open read-only")
         if not updates:
             return 0
         kind = FIELD_BY_NAME[column].duckdb_type
@@ -324,6 +487,38 @@ class Store:
         flat = [f.name for f in FIELDS if f.flat]
         score_cols = [f'scores[{sql_literal(n)}] AS "scores.{n}"' for n in names]
         return f"SELECT {', '.join(flat + score_cols)} FROM {relation} {order}"
+
+
+def upgrade_store(path: str | Path) -> list[str]:
+    """Apply the migrations the store at `path` lacks (`calipers migrate`); return their names,
+    in order ([] when it is current). Opens it writable; a missing file is a DataError, not a new
+    store."""
+    target = Path(path)
+    if not target.exists():
+        raise DataError(f"no store at {target}", hint="Check the path given to `--db`.")
+    with Store(target) as store:
+        return store.migrated
+
+
+def pending_migrations(path: str | Path) -> list[str]:
+    """The migrations the store at `path` lacks, in order ([] when it is current), read without
+    writing: the file is opened read-only. All of them for an empty DuckDB file; InputError for a
+    DuckDB file holding other tables."""
+    target = Path(path)
+    if target.is_dir():
+        raise InputError(f"--db {target}: is a directory", hint="Give a file path.")
+    if not target.exists():
+        raise DataError(f"no store at {target}", hint="Check the path given to `--db`.")
+    shared, con = _open(target, writable=False)
+    try:
+        with _SHARED_LOCK:
+            tables = migrations.tables(con)
+            if tables and "schema_migrations" not in tables:
+                raise _not_a_store(target, tables)
+            return migrations.pending(con)
+    finally:
+        con.close()
+        del shared
 
 
 def describe_runs(infos: list[RunInfo]) -> list[dict[str, Any]]:
