@@ -18,7 +18,6 @@ from calipers.data.sampleset import SampleSet
 from calipers.errors import InputError
 from calipers.schemes.base import BootstrapOptions, Scoring
 from calipers.schemes.layered import PairedScheme
-from calipers.schemes.layered.scoring import SummaryResult, summarize
 from calipers.schemes.registry import register
 from calipers.verdicts.gates import DEFAULT_TRIVIAL_DIFF
 from calipers.verdicts.persample import FloatArray, StagedScores, as_floats, stage_rows
@@ -95,26 +94,8 @@ class MetricScheme(PairedScheme):
     def stage_parameters(self, options: MetricOptions) -> dict[str, Any]:
         return {"metric": options.metric}
 
-    def compute(self, samples: SampleSet, options: MetricOptions) -> SummaryResult:
-        runs = samples.runs()
-        staged = stage_metric(samples, runs, metric=options.metric)
-        parameters = {
-            "metric": options.metric,
-            "confidence_level": options.confidence_level,
-            "n_resamples": options.n_resamples,
-            "seed": options.seed,
-        }
-        return summarize(
-            staged,
-            runs,
-            scheme=self.name,
-            origin=samples.origin,
-            parameters=parameters,
-            threshold=float("nan"),
-            confidence_level=options.confidence_level,
-            n_resamples=options.n_resamples,
-            seed=options.seed,
-        )
+    def summary_parameters(self, options: MetricOptions) -> dict[str, Any]:
+        return {"metric": options.metric}
 
     def report_scorings(self, store: Store, filled: dict[str, dict[str, int]]) -> list[Scoring]:
         """One section per metric the store has (`correct` and each key of `scores`), at most

@@ -59,6 +59,32 @@ class PairedScheme(ComparableScheme):
             trivial_diff=o.trivial_diff,  # type: ignore[attr-defined]
         )
 
+    def summary_parameters(self, options: Any) -> dict[str, Any]:
+        """The scheme's own options as a score report records them."""
+        return {}
+
+    def compute(self, samples: SampleSet, options: Any) -> SummaryResult:
+        """Per run: the composite and each component with their intervals."""
+        runs = samples.runs()
+        staged = self.stage(samples, runs, options)
+        parameters = {
+            **self.summary_parameters(options),
+            "confidence_level": options.confidence_level,
+            "n_resamples": options.n_resamples,
+            "seed": options.seed,
+        }
+        return summarize(
+            staged,
+            runs,
+            scheme=self.name,
+            origin=samples.origin,
+            parameters=parameters,
+            threshold=getattr(options, "threshold", float("nan")),
+            confidence_level=options.confidence_level,
+            n_resamples=options.n_resamples,
+            seed=options.seed,
+        )
+
     def terminal(self, result: Any, console: Console, *, detail: bool = False) -> None:
         terminal.summary(result, console)
 
@@ -100,26 +126,9 @@ class LayeredScheme(PairedScheme):
     def stage_parameters(self, options: LayeredOptions) -> dict[str, Any]:
         return {"weights": options.weights, "standardize": options.standardize}
 
-    def compute(self, samples: SampleSet, options: LayeredOptions) -> SummaryResult:
-        runs = samples.runs()
-        w = parse_weights(options.weights)
-        staged = stage_layers(samples, runs, weights=w, standardize=options.standardize)
-        parameters = {
-            "weights": w,
+    def summary_parameters(self, options: LayeredOptions) -> dict[str, Any]:
+        return {
+            "weights": parse_weights(options.weights),
             "standardize": options.standardize,
             "threshold": options.threshold,
-            "confidence_level": options.confidence_level,
-            "n_resamples": options.n_resamples,
-            "seed": options.seed,
         }
-        return summarize(
-            staged,
-            runs,
-            scheme=self.name,
-            origin=samples.origin,
-            parameters=parameters,
-            threshold=options.threshold,
-            confidence_level=options.confidence_level,
-            n_resamples=options.n_resamples,
-            seed=options.seed,
-        )

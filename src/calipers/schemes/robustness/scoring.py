@@ -3,7 +3,7 @@
 Samples of one run: per case (`perturbation_of`, else `task`), a `baseline` sample (epoch 0; more
 epochs are noise-floor replays) and perturbed variants (`sample_id` the variant id, `perturbation`
 its kind), each with its `decision` or an `error`. Distances to the case's baseline decision are
-kelvin's (`calipers.running.decision.distance`). As kelvin 0.3.0 computes them:
+kelvin's (`calipers.data.decision.distance`). As kelvin 0.3.0 computes them:
 
     invariance   1 − mean distance over every reorder and pad variant, pooled across cases
     sensitivity  mean distance over every swap variant, pooled across cases

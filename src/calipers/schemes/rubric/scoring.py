@@ -324,7 +324,7 @@ class RubricResult(SchemeResult):
     evaluations: list[Evaluation] = field(default_factory=list)
     runs: dict[str, RunGrades] = field(default_factory=dict)
     # per task, its recent evaluations from the store's history with the flags' band (when the
-    # history was recorded; see calipers.data.history.history_series)
+    # history was recorded; see calipers.schemes.rubric.history.history_series)
     history: dict[str, list[dict[str, Any]]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
