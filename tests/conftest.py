@@ -9,6 +9,7 @@ from typing import Any
 import duckdb
 import pytest
 
+from calipers.data.files import sql_name
 from calipers.data.model import FIELDS, duckdb_columns
 from calipers.data.sampleset import SampleSet
 
@@ -18,7 +19,8 @@ MakeSamples = Callable[[Iterable[dict[str, Any]]], SampleSet]
 def sample_set(rows: Iterable[dict[str, Any]], origin: str = "<test>") -> SampleSet:
     con = duckdb.connect()
     cols = duckdb_columns()
-    con.execute("CREATE TABLE samples (" + ", ".join(f"{n} {t}" for n, t in cols.items()) + ")")
+    columns = ", ".join(f"{sql_name(n)} {t}" for n, t in cols.items())  # `group`: a keyword
+    con.execute(f"CREATE TABLE samples ({columns})")
     names = [f.name for f in FIELDS]
     placeholders = ", ".join("?" for _ in names)
     data = []

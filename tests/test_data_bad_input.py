@@ -10,8 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import calipers
 from calipers.cli.main import main
 from calipers.data.store import Store
+from calipers.errors import ValidationError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BAD = FIXTURES / "bad"
@@ -40,6 +42,7 @@ CASES: dict[str, tuple[int | None, str | None, str]] = {
     "csv_wrong_type.csv": (3, "correct", "wrong type"),
     "csv_negative_cost.csv": (3, "cost_usd", "negative"),
     "csv_nan_and_inf.csv": (3, "latency_s", "finite"),
+    "group_not_a_string.jsonl": (2, "group", "wrong type (expected a string, got 7)"),
 }
 
 
@@ -147,3 +150,56 @@ def test_same_key_in_two_files_of_one_import(
 def test_scoring_a_bad_file_directly_is_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["score", str(BAD / "wrong_type.jsonl"), "--scheme", "reasonscore"])
     assert code == 1 and "tokens_out" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("value", "got"),
+    [
+        ("7", "7"),
+        ("1.5", "1.5"),
+        ("true", "true"),
+        ('{"p": 1}', "an object"),
+        ('["a"]', "an array"),
+    ],
+)
+def test_a_group_that_is_not_a_string_is_refused_never_read_as_text(
+    tmp_path: Path, db: Path, capsys: pytest.CaptureFixture[str], value: str, got: str
+) -> None:
+    path = tmp_path / "groups.jsonl"
+    path.write_text(
+        '{"run": "r", "task": "t", "sample_id": "a", "group": "g"}\n'
+        '{"run": "r", "task": "t", "sample_id": "b", "group": null}\n'
+        f'{{"run": "r", "task": "t", "sample_id": "c", "group": {value}}}\n'
+    )
+    before = store_fingerprint(db)
+    code, err = run_import([str(path)], db, capsys)
+    flat = " ".join(err.split())
+    assert code == 1, err
+    assert f"{path}, line 3, field 'group': wrong type (expected a string, got {got})" in flat
+    assert "1 problem" in flat and "line 1" not in flat and "line 2" not in flat
+    assert store_fingerprint(db) == before
+
+
+def test_a_parquet_group_column_of_numbers_is_refused(
+    tmp_path: Path, db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "groups.parquet"
+    base = {"run": ["m", "m"], "task": ["t", "t"], "sample_id": ["a", "b"]}
+    pq.write_table(pa.table({**base, "group": pa.array([None, 7], pa.int64())}), path)
+    before = store_fingerprint(db)
+    code, err = run_import([str(path)], db, capsys)
+    flat = " ".join(err.split())
+    assert code == 1 and "row 2, field 'group': wrong type (expected a string, got 7)" in flat
+    assert store_fingerprint(db) == before
+    nulls = tmp_path / "nulls.parquet"  # a column with no value at all has no type to refuse
+    pq.write_table(pa.table({**base, "group": pa.array([None, None], pa.null())}), nulls)
+    assert run_import([str(nulls)], db, capsys)[0] == 0
+
+
+def test_a_frame_with_a_numeric_group_is_refused() -> None:
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"run": ["m"], "task": ["t"], "sample_id": ["a"], "group": [3]})
+    with pytest.raises(ValidationError) as raised:
+        calipers.open(frame)
+    (problem,) = raised.value.problems
+    assert (problem.line, problem.field, problem.got) == (1, "group", "3")

@@ -31,6 +31,9 @@ LENIENT = {
     '[{"score":null,"error":"timeout"}]}\n',
     "yes_no.csv": "run,task,sample_id,correct\nm,t,1,yes\nm,t,2,no\n",
     "t_f.csv": "run,task,sample_id,correct,truncated\nm,t,1,t,f\nm,t,2,1,0\n",
+    "group_strings.jsonl": '{"run":"m","task":"t","sample_id":"1","group":"7"}\n'
+    '{"run":"m","task":"t","sample_id":"2","group":null}\n',
+    "group_digits.csv": "run,task,sample_id,group\nm,t,1,7\nm,t,2,\n",
 }
 
 

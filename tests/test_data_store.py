@@ -151,3 +151,50 @@ def test_gzipped_json_lines(tmp_path: Path) -> None:
     packed = tmp_path / "small.jsonl.gz"
     packed.write_bytes(gzip.compress((GOOD / "small.jsonl").read_bytes()))
     assert calipers.load(packed).num_rows == 5
+
+
+# ----------------------------------------------------------------------------- group
+
+GROUPS = ["passage-1", "passage-1", 'passage "2", é', "7", None, None]
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet", "csv"])
+def test_group_round_trips_import_store_export(
+    tmp_path: Path, fmt: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, again, out = tmp_path / "a.duckdb", tmp_path / "b.duckdb", tmp_path / f"out.{fmt}"
+    assert main(["import", str(GOOD / "grouped.jsonl"), "--db", str(db)]) == 0
+    with Store(db, read_only=True) as store:
+        assert store.samples().to_arrow().column("group").to_pylist() == GROUPS
+        stored = store.con.execute('SELECT "group" FROM samples ORDER BY sample_id').fetchall()
+        assert [g for (g,) in stored] == GROUPS
+    assert main(["export", str(out), "--db", str(db)]) == 0
+    if fmt == "jsonl":
+        exported = [json.loads(line)["group"] for line in out.read_text().splitlines()]
+        assert exported == GROUPS  # a string stays a string: "7", not 7
+    assert main(["import", str(out), "--db", str(again)]) == 0
+    capsys.readouterr()
+    with Store(again, read_only=True) as store:
+        assert rows(store.samples().to_arrow()) == rows(calipers.load(db))
+    assert calipers.load(out).column("group").to_pylist() == GROUPS
+
+
+def test_group_reads_from_a_file_a_frame_and_a_list() -> None:
+    assert calipers.load(GOOD / "grouped.jsonl").column("group").to_pylist() == GROUPS
+    frame = calipers.load(GOOD / "grouped.jsonl").to_pandas()
+    with calipers.open(frame) as from_frame:
+        assert from_frame.to_arrow().column("group").to_pylist() == GROUPS
+    listed = [
+        {"run": "m", "task": "t", "sample_id": f"s{i}", "group": g} for i, g in enumerate("aab")
+    ]
+    with calipers.open(listed) as from_list:
+        assert from_list.to_arrow().column("group").to_pylist() == ["a", "a", "b"]
+
+
+def test_the_schema_takes_group_as_a_string_or_null_only() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    for line in (GOOD / "grouped.jsonl").read_text().splitlines():
+        jsonschema.validate(json.loads(line), json_schema())
+    for bad in (7, 1.5, True, {"passage": 1}, ["a"]):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({"task": "t", "sample_id": "s", "group": bad}, json_schema())

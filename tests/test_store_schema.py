@@ -47,6 +47,7 @@ SHIPPED = {
     "0003_tools": "ab0293af0d9128a74ed239e02654a58e517af76fd4e4ad64c15e574affae4170",
     "0004_rubric_history": "23e55ba79d0f2b7cc951bbd575cb28d25a68bb4aeb159704107630367e2a0361",
     "0005_input_expected": "c19a454a60b204f63583746dfb1e38b424faa77f46ac8c4f699d9f699259c23f",
+    "0006_group": "fb64f8780dc9b4989202ee7f5adcccc7a85c90f75225fcbfb22bf78459226c18",
 }
 
 
@@ -160,7 +161,8 @@ def test_every_field_says_which_migration_added_it() -> None:
     for f in FIELDS:
         if f.since is not None:
             sql = " ".join(dict(migrations.MIGRATIONS)[f.since])
-            assert f"ADD COLUMN {f.name} " in sql, f"{f.since} does not add {f.name}"
+            added = (f"ADD COLUMN {f.name} ", f'ADD COLUMN "{f.name}" ')  # `group`: a keyword
+            assert any(a in sql for a in added), f"{f.since} does not add {f.name}"
 
 
 def test_shipped_migrations_are_literal_and_unchanged() -> None:
@@ -211,15 +213,20 @@ def test_a_store_made_by_the_first_migration_upgrades_to_exactly_a_fresh_one(
     con = duckdb.connect(str(old), read_only=True)
     first = [n for n, _ in columns(con, "samples")][: len(rows_before[0])]
     kept = con.execute(f"SELECT {', '.join(first)} FROM samples ORDER BY sample_id").fetchall()
-    added = con.execute("SELECT count(tools), count(input), count(expected) FROM samples")
+    added = con.execute(
+        'SELECT count(tools), count(input), count(expected), count("group") FROM samples'
+    )
     assert kept == rows_before and len(kept) == 2
-    assert added.fetchall() == [(0, 0, 0)]
+    assert added.fetchall() == [(0, 0, 0, 0)]
     assert migrations.applied(con) == NAMES
     con.close()
     with Store(old) as store:  # and it is a working store
         store.import_files([GOOD / "small.jsonl"])
         assert store.count() == 7
         assert {r.run for r in store.runs()} == {"model-a", "m"}
+        store.import_files([GOOD / "grouped.jsonl"])  # with the columns added since 0001
+        groups = store.con.execute('SELECT count("group"), count(DISTINCT "group") FROM samples')
+        assert groups.fetchall() == [(4, 3)]
 
 
 # ----------------------------------------------------------------------------- read-only

@@ -14,6 +14,11 @@ def sql_literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def sql_name(name: str) -> str:
+    """A quoted SQL identifier: column names go into SQL this way (`group` is a keyword)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def open_bytes(path: Path) -> IO[bytes]:
     """The file's bytes, transparently gunzipped for a .gz name."""
     if path.suffix.lower() == ".gz":

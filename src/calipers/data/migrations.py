@@ -70,12 +70,16 @@ _0004_RUBRIC_HISTORY = (
 _0005_INPUT = "ALTER TABLE samples ADD COLUMN input VARCHAR"
 _0005_EXPECTED = "ALTER TABLE samples ADD COLUMN expected VARCHAR"
 
+# `group` is an SQL keyword: quoted here, and wherever SQL names the column.
+_0006_GROUP = 'ALTER TABLE samples ADD COLUMN "group" VARCHAR'
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("0001_samples", (_0001_SAMPLES,)),
     ("0002_imports_log", (_0002_IMPORTS_LOG,)),
     ("0003_tools", (_0003_TOOLS,)),
     ("0004_rubric_history", (_0004_RUBRIC_HISTORY,)),
     ("0005_input_expected", (_0005_INPUT, _0005_EXPECTED)),
+    ("0006_group", (_0006_GROUP,)),
 )
 
 _BOOKKEEPING = (

@@ -155,6 +155,9 @@ class Field:
     flat: bool = True  # carried by CSV / Parquet columns (nested lists are JSONL-only)
     default: Any = None
     since: str | None = None  # the migration that added the column (None: the first one)
+    # A string and nothing else: a number or any other JSON value is an input error, never read
+    # as its text (the other VARCHAR fields take a number as its text, e.g. sample_id 17).
+    strict: bool = False
 
     def json_schema(self) -> dict[str, Any]:
         body = {**self.schema, "description": self.description}
@@ -258,6 +261,15 @@ FIELDS: tuple[Field, ...] = (
         _STR,
         "the reference answer, when there is one (judges are shown it)",
         since="0005_input_expected",
+    ),
+    Field(
+        "group",
+        "VARCHAR",
+        _STR,
+        "a label shared by samples that are not independent (same passage, same problem "
+        "family); `--cluster group` resamples whole groups",
+        since="0006_group",
+        strict=True,
     ),
 )
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import duckdb
 
 from calipers.data import diagnose
-from calipers.data.files import open_bytes, sql_literal
-from calipers.data.model import FIELDS, KEY, layer_case
+from calipers.data.files import open_bytes, sql_literal, sql_name
+from calipers.data.model import FIELDS, KEY, Field, layer_case
 from calipers.data.sampleset import scalar
 from calipers.data.validate import FLAT_FIELDS, NONNEGATIVE
 from calipers.errors import InputError, Problem, ValidationError
@@ -189,14 +189,34 @@ def _key_exprs(run: str | None) -> dict[str, str]:
     }
 
 
+def _not_a_string(f: Field) -> str:
+    """SQL that fails the read (the diagnostic pass then names the lines) for a strict field."""
+    return f"error({sql_literal(f'{f.name}: a value that is not a string')})"
+
+
+def _jsonl_expr(f: Field) -> str:
+    """A strict field is read as JSON, so that a number or an object is refused, not read as
+    its text; a JSON string becomes its value."""
+    col = sql_name(f.name)
+    if not f.strict:
+        return col
+    return (
+        f"CASE WHEN {col} IS NULL OR json_type({col}) = 'NULL' THEN NULL::{f.duckdb_type} "
+        f"WHEN json_type({col}) = 'VARCHAR' THEN {col} ->> '$' ELSE {_not_a_string(f)} END"
+    )
+
+
 def _jsonl_select(path: Path, run: str | None) -> str:
     columns = (
         "{"
-        + ", ".join(f"{sql_literal(f.name)}: {sql_literal(f.duckdb_type)}" for f in FIELDS)
+        + ", ".join(
+            f"{sql_literal(f.name)}: {sql_literal('JSON' if f.strict else f.duckdb_type)}"
+            for f in FIELDS
+        )
         + "}"
     )
     keys = _key_exprs(run)
-    exprs = ", ".join(f"{keys.get(f.name, f.name)} AS {f.name}" for f in FIELDS)
+    exprs = ", ".join(f"{keys.get(f.name, _jsonl_expr(f))} AS {sql_name(f.name)}" for f in FIELDS)
     return (
         f"SELECT {exprs} FROM read_json({sql_literal(str(path))}, "
         f"format='newline_delimited', columns={columns}, maximum_object_size=67108864)"
@@ -320,13 +340,19 @@ def _select_from(source: str, present: list[str], run: str | None) -> str:
                 f"map_from_entries(list_filter([{entries}], lambda e: e.value IS NOT NULL))"
                 f"::{f.duckdb_type}"
             )
+        elif f.name in present and f.strict:  # a string column (CSV's always are), or NULLs
+            col = sql_name(f.name)
+            expr = (
+                f"CASE WHEN {col} IS NULL THEN NULL::{f.duckdb_type} "
+                f"WHEN typeof({col}) = 'VARCHAR' THEN {col}::VARCHAR ELSE {_not_a_string(f)} END"
+            )
         elif f.name in present:
-            expr = keys.get(f.name, f'CAST("{f.name}" AS {f.duckdb_type})')
+            expr = keys.get(f.name, f"CAST({sql_name(f.name)} AS {f.duckdb_type})")
         else:
             expr = keys.get(f.name, f"NULL::{f.duckdb_type}")
             if f.name == "epoch":
                 expr = "0"
-        exprs.append(f"{expr} AS {f.name}")
+        exprs.append(f"{expr} AS {sql_name(f.name)}")
     return f"SELECT {', '.join(exprs)} FROM {source}"
 
 

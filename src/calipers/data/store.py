@@ -22,7 +22,7 @@ from typing import Any
 import duckdb
 
 from calipers.data import migrations
-from calipers.data.files import sql_literal
+from calipers.data.files import sql_literal, sql_name
 from calipers.data.model import FIELD_BY_NAME, FIELD_NAMES, FIELDS, KEY
 from calipers.data.readers import StagedFile, stage_file
 from calipers.data.sampleset import SampleSet, scalar
@@ -326,7 +326,7 @@ class Store:
         con = self.con
         replaced = written = 0
         now = datetime.now(UTC).replace(tzinfo=None)
-        cols = ", ".join(FIELD_NAMES)
+        cols = ", ".join(map(sql_name, FIELD_NAMES))
         con.execute("BEGIN TRANSACTION")
         try:
             for s in staged:
@@ -402,7 +402,7 @@ class Store:
         self.con.execute("BEGIN TRANSACTION")
         try:
             self.con.execute(
-                f"UPDATE samples SET {column} = u.value FROM updated u WHERE "
+                f"UPDATE samples SET {sql_name(column)} = u.value FROM updated u WHERE "
                 "samples.run = u.run AND samples.task = u.task AND "
                 "samples.sample_id = u.sample_id AND samples.epoch = u.epoch"
             )
@@ -415,7 +415,7 @@ class Store:
         return len(updates)
 
     def samples(self, runs: Sequence[str] | None = None) -> SampleSet:
-        cols = ", ".join(FIELD_NAMES)
+        cols = ", ".join(map(sql_name, FIELD_NAMES))
         where = ""
         if runs:
             where = " WHERE run IN (" + ", ".join(sql_literal(r) for r in runs) + ")"
@@ -484,7 +484,7 @@ class Store:
                 f"SELECT DISTINCT unnest(map_keys(scores)) AS k FROM {relation} ORDER BY k"
             ).fetchall()
         ]
-        flat = [f.name for f in FIELDS if f.flat]
+        flat = [sql_name(f.name) for f in FIELDS if f.flat]
         score_cols = [f'scores[{sql_literal(n)}] AS "scores.{n}"' for n in names]
         return f"SELECT {', '.join(flat + score_cols)} FROM {relation} {order}"
 

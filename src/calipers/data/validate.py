@@ -132,6 +132,11 @@ class RecordChecker:
                 if not name.startswith("scores."):
                     self.unknown.setdefault(name, line)
                 continue
+            if spec.strict and value is not None and not isinstance(value, str):
+                out.append(
+                    self.problem(line, name, "wrong type", expected="a string", got=describe(value))
+                )
+                continue
             out.extend(self._check_field(name, spec.duckdb_type, value, line))
         out.extend(self._check_keys(rec, line))
         return out
