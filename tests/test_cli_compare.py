@@ -29,7 +29,7 @@ def published(kind: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
 def two_runs(shift: int) -> list[dict[str, Any]]:
     """Control passes 3 of 5 fact checks; treatment passes 3 + shift on every other sample."""
     rows = []
-    for i in range(40):
+    for i in range(80):  # identical runs on 80 units bound the difference below min_effect
         for e in range(2):
             rows.append(row("base", i, epoch=e, fact=(4, 5), judge=4.0, scores={"acc": 0.5}))
             passed = 4 + shift if i % 2 else 4
@@ -68,7 +68,7 @@ def test_exit_code_follows_the_gate(
     report = json.loads(out.read_text())
     assert report["verdict"] == verdict
     jsonschema.validate(report, published("compare", capsys))
-    assert report["seed"] == 20_240_917 and report["pairs"][0]["n_pairs"] == 40
+    assert report["seed"] == 20_240_917 and report["pairs"][0]["n_pairs"] == 80
 
 
 def test_json_to_stdout_and_terminal_verdict_line(

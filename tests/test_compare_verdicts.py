@@ -1,6 +1,6 @@
-"""The six verdicts: one dataset per branch of the decision procedure (docs/layered.md), and the
-engine's numbers against independent computations (paired_bootstrap on hand-built differences,
-the MDE formula, statsmodels' Hotelling T²)."""
+"""The six verdicts: one dataset per branch of the decision procedure (docs/statistics.md), and
+the engine's numbers against independent computations (scipy's paired t interval on hand-built
+differences, the t-based MDE, statsmodels' Hotelling T²)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from scipy import stats
 from statsmodels.stats.multivariate import test_mvmean as hotelling_reference
 
 import calipers
-from calipers.stats import minimum_detectable_effect, paired_bootstrap
 from calipers.verdicts.compare import CompareResult
 from calipers.verdicts.gates import Verdict
 from conftest import MakeSamples
@@ -72,18 +72,26 @@ def test_regress_when_a_layer_breaks_the_gate_it_passed_in_control(
 
 def test_noise_when_nothing_moves(make_samples: MakeSamples) -> None:
     rows = []
-    for i in range(40):
+    for i in range(80):  # 40 would be UNDERPOWERED: its MDE (0.23) is above min_effect (0.2)
         rows.append(row("c", i, fact=(4, 5), judge=4.0))
         rows.append(row("t", i, fact=(4, 5), judge=5.0 if i % 2 else 3.0))  # ±1, mean 0
     result = run_compare(make_samples, rows)
     assert result.verdict is Verdict.NOISE and "no layer moved" in result.reason
+    mde = result.pairs[0].comparison.mde
+    assert (
+        mde is not None
+        and mde < 0.2
+        and f"would have detected a difference of ±{mde:.3f}" in (result.reason)
+    )
 
 
 def test_cautious_when_layers_move_but_the_composite_stays_flat(
     make_samples: MakeSamples,
 ) -> None:
     rows = []
-    for i in range(40):
+    # Composites equal on all 80 units bound the difference below 4·(1 − 0.05^(1/80)) = 0.148 <
+    # min_effect 0.2; with 40 the bound (0.29) would be UNDERPOWERED.
+    for i in range(80):
         rows.append(row("c", i, fact=(3, 5), judge=5.0))  # 3.4 and 5.0
         rows.append(row("t", i, fact=(4, 5), judge=4.2))  # 4.2 and 4.2: composite equal
     result = run_compare(make_samples, rows)
@@ -140,15 +148,38 @@ def test_cautious_when_runs_are_unstable_across_epochs(make_samples: MakeSamples
     assert result.verdict is Verdict.CAUTIOUS and "unstable across epochs" in result.reason
 
 
-def test_underpowered_with_fewer_than_20_pairs(make_samples: MakeSamples) -> None:
+def test_underpowered_when_the_mde_is_above_the_smallest_effect_worth_detecting(
+    make_samples: MakeSamples,
+) -> None:
     rows = []
     for i in range(10):
         rows.append(row("c", i, judge=4.0))
         rows.append(row("t", i, judge=[3.0, 5.0, 4.0, 4.5, 3.5][i % 5]))
     result = run_compare(make_samples, rows)
     assert result.verdict is Verdict.UNDERPOWERED
-    assert "only 10 paired samples" in result.reason
-    assert f"{result.pairs[0].comparison.mde:.3f}" in result.reason
+    mde = result.pairs[0].comparison.mde
+    assert mde is not None and "with 10 paired units the smallest effect it detects" in (
+        result.reason
+    )
+    assert f"{mde:.3f}" in result.reason and "smallest worth detecting (0.2)" in result.reason
+    # The same data against a larger smallest-effect-worth-detecting is NOISE.
+    lenient = calipers.compare(
+        make_samples(rows), "layered", baseline="c", candidates=["t"], min_effect=1.0
+    )
+    assert lenient.verdict is Verdict.NOISE
+
+
+def test_three_pairs_all_up_is_underpowered_not_progress(make_samples: MakeSamples) -> None:
+    rows = []
+    for i in range(3):
+        rows.append(row("c", i, fact=(3, 5), judge=3.0))
+        rows.append(row("t", i, fact=(5, 5), judge=5.0))
+    result = run_compare(make_samples, rows)
+    pair = result.pairs[0].comparison
+    assert pair.composite.interval is None  # no spread: no interval
+    assert pair.composite.exact_p == pytest.approx(stats.binomtest(3, 3).pvalue)  # 0.25
+    assert result.verdict is Verdict.UNDERPOWERED and "no verdict from 3" in result.reason
+    assert result.gate_failure("ship") is not None
 
 
 def epoch_rows(n: int, epochs: int, constant: bool) -> list[dict[str, Any]]:
@@ -197,8 +228,14 @@ def test_swapping_control_and_treatment_negates_every_difference(
         assert d1.estimate == pytest.approx(-d2.estimate)  # type: ignore[operator]
     c1, c2 = ab.comparison.composite, ba.comparison.composite
     assert c1.interval is not None and c2.interval is not None
-    np.testing.assert_allclose(c1.interval.distribution, -c2.interval.distribution, atol=1e-12)
     assert (c1.low, c1.high) == pytest.approx((-c2.high, -c2.low), abs=1e-12)  # type: ignore[operator]
+    # A bootstrap interval mirrors resample by resample (same seed, negated data).
+    kw: dict[str, Any] = {"interval": "percentile", **FAST}
+    b1 = calipers.compare(samples, "layered", baseline="c", candidates=["t"], **kw)
+    b2 = calipers.compare(samples, "layered", baseline="t", candidates=["c"], **kw)
+    i1, i2 = b1.pairs[0].comparison.composite.interval, b2.pairs[0].comparison.composite.interval
+    assert i1 is not None and i2 is not None and i1.bootstrap and i2.bootstrap
+    np.testing.assert_allclose(i1.bootstrap.distribution, -i2.bootstrap.distribution, atol=1e-12)
 
 
 def test_several_treatments_split_alpha_and_roll_up_to_the_worst(
@@ -218,7 +255,7 @@ def test_several_treatments_split_alpha_and_roll_up_to_the_worst(
     good = result.pairs[0].comparison
     c = np.full(40, (4.2 + 4.0) / 2)
     t = np.where(np.arange(40) % 2 == 1, (5.0 + 4.0) / 2, c)
-    ref = paired_bootstrap(c, t, confidence_level=0.975, n_resamples=2000)
+    ref = stats.ttest_rel(t, c).confidence_interval(confidence_level=0.975)
     assert (good.composite.low, good.composite.high) == pytest.approx((ref.low, ref.high))
 
 
@@ -236,7 +273,9 @@ def test_mde_and_hotelling_against_independent_references(make_samples: MakeSamp
     pair = result.pairs[0].comparison
     d = np.array(diffs)
     composite_diff = d.mean(axis=1) / 1  # mean of the two layers' differences
-    assert pair.mde == pytest.approx(minimum_detectable_effect(composite_diff.std(ddof=1), 45))
+    # (t₀.₉₇₅ + t₀.₈ on 44 df) · sd/√n: the t interval's own reference distribution.
+    se = composite_diff.std(ddof=1) / np.sqrt(45)
+    assert pair.mde == pytest.approx((stats.t.ppf(0.975, 44) + stats.t.ppf(0.8, 44)) * se)
     ref = hotelling_reference(d, np.zeros(2))
     assert pair.hotelling is not None
     assert pair.hotelling.f == pytest.approx(ref.statistic)
@@ -245,13 +284,14 @@ def test_mde_and_hotelling_against_independent_references(make_samples: MakeSamp
 
 def test_monte_carlo_note_when_a_bound_is_at_zero(make_samples: MakeSamples) -> None:
     rows = []
-    for i in range(40):
+    for i in range(60):
         rows.append(row("c", i, judge=3.0))
-        rows.append(row("t", i, judge=4.0 if i < 3 else 3.0))  # 3 of 40 up: low bound ≈ 0
+        rows.append(row("t", i, judge=4.0 if i < 3 else 3.0))  # 3 of 60 up: low bound ≈ 0
     result = calipers.compare(
-        make_samples(rows), "layered", baseline="c", candidates=["t"], n_resamples=500
-    )
+        make_samples(rows), "layered", baseline="c", candidates=["t"], n_resamples=500,
+        interval="percentile",
+    )  # fmt: skip
     pair = result.pairs[0].comparison
-    assert pair.composite.interval is not None
+    assert pair.composite.interval is not None and pair.composite.interval.method == "percentile"
     assert pair.composite.monte_carlo_uncertain
     assert any("Monte Carlo error" in n for n in result.notes)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from calipers.errors import InputError
 from calipers.schemes import get_scheme
 from calipers.schemes.layered.scoring import parse_weights, stage_layers
-from calipers.stats import mean_bootstrap
 from conftest import MakeSamples
 from layered_data import row
 
@@ -167,7 +167,9 @@ def test_gate_is_inclusive_at_the_threshold(make_samples: MakeSamples) -> None:
     assert result.runs["at"].gate_passed is False
 
 
-def test_metric_scheme_is_the_mean_with_a_clustered_bootstrap(make_samples: MakeSamples) -> None:
+def test_metric_scheme_is_the_mean_with_a_cluster_robust_t_interval(
+    make_samples: MakeSamples,
+) -> None:
     rng = np.random.default_rng(11)
     values = rng.random((25, 2))
     rows = [
@@ -178,14 +180,17 @@ def test_metric_scheme_is_the_mean_with_a_clustered_bootstrap(make_samples: Make
     rows.append({"run": "m", "task": "t", "sample_id": "none", "scores": {"other": 1.0}})
     result = get_scheme("metric").score(make_samples(rows), metric="f1", seed=5)
     run = result.runs["m"]
-    order = sorted(range(25), key=lambda i: f"s{i}")  # the store's order: task, sample_id, epoch
-    ref = mean_bootstrap(values[order].ravel(), clusters=np.repeat(np.arange(25), 2), rng=5)
     assert run.composite.mean == pytest.approx(values.mean())
-    assert run.composite.interval is not None
+    assert run.composite.interval is not None and run.composite.interval.formula == "t"
+    # Equal-sized clusters: the cluster-robust t interval is the t interval of the sample means.
+    ref = stats.ttest_1samp(values.mean(axis=1), 0.0).confidence_interval(0.95)
     assert (run.composite.interval.low, run.composite.interval.high) == pytest.approx(
         (ref.low, ref.high)
     )
     assert run.missing == 1
+    boot = get_scheme("metric").score(make_samples(rows), metric="f1", seed=5, interval="bca")
+    assert boot.runs["m"].composite.interval is None  # 25 units: a bootstrap is refused
+    assert "at least 50 independent units" in (boot.runs["m"].composite.refusal or "")
 
 
 def test_metric_needs_a_name_that_exists(make_samples: MakeSamples) -> None:

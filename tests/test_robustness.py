@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 import pytest
 from kelvin import scorer as kelvin_scorer
+from scipy import stats
 
 from calipers.data.decision import distance
 from calipers.schemes import get_scheme
 from calipers.schemes.robustness.scoring import CaseResult, RobustnessResult, calibrate
-from calipers.stats import mean_bootstrap
 from conftest import MakeSamples
 from test_check import check, project, report
 
@@ -80,12 +80,28 @@ def test_pooled_scores_and_failures(make_samples: MakeSamples) -> None:
     assert body["sensitivity_by_type"] == {
         "rule": {"mean": 0.5, "sample": 2}, "other": {"mean": pytest.approx(2 / 3), "sample": 1}
     }  # fmt: skip
-    # the interval is the case bootstrap of the pooled mean distance, mirrored
-    direct = mean_bootstrap(np.array(invariance_d), clusters=np.array([0, 0, 1, 1]),
-                            n_resamples=2000, rng=result.parameters["seed"])  # fmt: skip
+    # Two cases: below MIN_CASES, so no interval — and the report says why.
+    assert run.intervals["invariance"] == (
+        "2 case(s) with such variants: an interval needs at least 3"
+    )
+    assert body["intervals"]["invariance"] == {"refusal": run.intervals["invariance"]}
+
+
+def test_the_case_interval_is_the_cluster_robust_t_over_cases(make_samples: MakeSamples) -> None:
+    decisions = [10, 20, 30, 40]
+    data = []
+    for i, base in enumerate(decisions):
+        data += rows(f"c{i}", base, {"reorder-01": base + i, "pad_length-01": base})
+    run = get_scheme("robustness").score(make_samples(data)).runs["r"]  # type: ignore[attr-defined]
+    d = np.array([c.distances(("reorder", "pad_length")) for c in run.cases])
+    assert d.shape == (4, 2) and np.ptp(d.mean(axis=1)) > 0  # distances: tested above
     interval = run.intervals["invariance"]
-    assert interval is not None
-    assert (interval.low, interval.high) == (1 - direct.high, 1 - direct.low)
+    assert interval is not None and not isinstance(interval, str) and interval.formula == "t"
+    # Equal-sized cases: the interval is the t interval of the case means, mirrored, in [0, 1].
+    ref = stats.ttest_1samp(d.mean(axis=1), 0.0).confidence_interval(0.95)
+    assert interval.low == pytest.approx(1 - min(1.0, ref.high))
+    assert interval.high == pytest.approx(1 - max(0.0, ref.low))
+    assert run.invariance == pytest.approx(1 - d.mean())
 
 
 def test_a_failed_baseline_scores_nothing_for_its_case(make_samples: MakeSamples) -> None:
@@ -95,7 +111,7 @@ def test_a_failed_baseline_scores_nothing_for_its_case(make_samples: MakeSamples
     assert run.invariance == 0.0 and run.to_dict()["cases"]["baseline_failed"] == [
         {"case": "a", "error": "timed out"}
     ]
-    assert run.intervals["invariance"] is None  # one case: no interval over cases
+    assert "needs at least 3" in str(run.intervals["invariance"])  # one case: no interval
 
 
 def test_noise_floor_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -48,10 +48,17 @@ from calipers.schemes import get_scheme
 @objective_options
 @click.option(
     "--trivial-diff",
-    type=float,
-    default=0.1,
-    show_default=True,
-    help="layered, metric: a significant gain smaller than this is CAUTIOUS.",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="layered, metric: a significant difference smaller than this is CAUTIOUS, gain or drop "
+    "(on the composite's scale; default 2.5% of it: 0.1 on 1–5 layers, 0.025 on pass rates).",
+)
+@click.option(
+    "--min-effect",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="layered, metric: the smallest difference worth detecting; a comparison that could not "
+    "detect it is UNDERPOWERED (default 5% of the scale: 0.2 on 1–5 layers, 0.05 on pass rates).",
 )
 @click.option(
     "--gate",

@@ -14,6 +14,8 @@ import click
 from click.core import ParameterSource
 
 from calipers.stats import DEFAULT_SEED
+from calipers.stats.estimate import INTERVAL_METHODS
+from calipers.verdicts.persample import CLUSTERS
 from calipers.workspace import DEFAULT_DB, JUDGE_CACHE
 
 if TYPE_CHECKING:
@@ -116,6 +118,9 @@ SCHEME_PARAMETERS = {
     "confidence": "confidence_level",
     "rubric": "rubric",
     "trivial_diff": "trivial_diff",
+    "min_effect": "min_effect",
+    "interval": "interval",
+    "cluster": "cluster",
     "objective_config": "config",
     "min_composite_gain": "min_composite_gain",
     "regression_composite_drop": "regression_composite_drop",
@@ -141,7 +146,8 @@ def bootstrap_options(func: Any) -> Any:
     """Interval options of every scheme that bootstraps (`score`, `compare`)."""
     return _add(func, [
         click.option("--n-resamples", type=click.IntRange(min=100), default=10_000,
-                     show_default=True, help="Bootstrap resamples."),
+                     show_default=True,
+                     help="Bootstrap resamples (where a bootstrap interval is used)."),
         click.option("--seed", type=click.IntRange(min=0), default=DEFAULT_SEED,
                      show_default=True, help="Seed of the bootstrap (recorded in the report)."),
         click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True),
@@ -160,6 +166,14 @@ def layered_metric_options(func: Any) -> Any:
                      help="layered: z-score each layer before weighting."),
         click.option("--threshold", type=float, default=3.5, show_default=True,
                      help="layered: the gate every present layer's mean must reach."),
+        click.option("--interval", type=click.Choice(list(INTERVAL_METHODS)), default="auto",
+                     show_default=True,
+                     help="layered, metric: auto picks score (Wilson / Newcombe) for 0/1 "
+                     "outcomes and t otherwise; percentile and bca bootstrap (≥ 50 units)."),
+        click.option("--cluster", type=click.Choice(list(CLUSTERS)), default="sample_id",
+                     show_default=True,
+                     help="layered, metric: the independent unit — a sample with its epochs, a "
+                     "`group` of samples, or a task."),
     ])  # fmt: skip
 
 

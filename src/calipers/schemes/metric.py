@@ -16,10 +16,9 @@ from pydantic import Field
 from calipers.data.files import sql_literal
 from calipers.data.sampleset import SampleSet
 from calipers.errors import InputError
-from calipers.schemes.base import BootstrapOptions, Scoring
-from calipers.schemes.layered import PairedScheme
+from calipers.schemes.base import Scoring
+from calipers.schemes.layered import PairedOptions, PairedScheme
 from calipers.schemes.registry import register
-from calipers.verdicts.gates import DEFAULT_TRIVIAL_DIFF
 from calipers.verdicts.persample import FloatArray, StagedScores, as_floats, stage_rows
 
 if TYPE_CHECKING:
@@ -69,12 +68,15 @@ def stage_metric(samples: SampleSet, runs: list[str], *, metric: str | None) -> 
     )
 
 
-class MetricOptions(BootstrapOptions):
+class MetricOptions(PairedOptions):
     metric: str | None = None  # a key of `scores`, or `correct`
 
 
 class MetricCompareOptions(MetricOptions):
-    trivial_diff: float = Field(default=DEFAULT_TRIVIAL_DIFF, ge=0)
+    trivial_diff: float | None = Field(
+        default=None, ge=0
+    )  # on the composite's scale; None: a fraction
+    min_effect: float | None = Field(default=None, gt=0)
 
 
 @register

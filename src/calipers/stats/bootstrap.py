@@ -314,7 +314,10 @@ def _bca_quantiles(
 
     if np.ptp(dist) == 0:
         return alpha / 2, 1 - alpha / 2
-    z0 = norm.ppf(np.mean(dist < estimate))
+    # Resamples equal to the estimate count half (scipy's `_percentile_of_score`): on discrete
+    # data many resamples tie with it, and counting them as above biases z0.
+    z0 = norm.ppf((np.count_nonzero(dist < estimate) + np.count_nonzero(dist <= estimate))
+                  / (2.0 * dist.size))  # fmt: skip
     total_sum = float(d_sums @ mult)
     total_size = float(d_sizes @ mult)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from calipers.errors import InputError
@@ -17,8 +18,11 @@ from calipers.stats import z_from_confidence
 from calipers.verdicts.base import Comparison
 from calipers.verdicts.gates import (
     DEFAULT_THRESHOLD,
+    MIN_EFFECT_FRACTION,
     SEVERITY,
+    TRIVIAL_FRACTION,
     Decision,
+    Thresholds,
     Verdict,
     badges,
     decide,
@@ -44,6 +48,10 @@ class PairResult:
             "n_pairs": c.n_pairs,
             "n_observation_pairs": c.n_observation_pairs,
             "unpaired": {"control": c.unpaired_control, "treatment": c.unpaired_treatment},
+            "missing": {n: m.to_dict() for n, m in c.missing.items()},
+            "missing_differs": c.missing_differs,
+            "cluster": c.cluster,
+            "gates": {n: g.to_dict() for n, g in c.gates.items()},
             "alpha": self.alpha,
             "confidence_level": c.confidence_level,
             "composite": c.composite.to_dict(),
@@ -170,17 +178,22 @@ def compare_staged(
     confidence_level: float,
     n_resamples: int,
     seed: int,
-    trivial_diff: float,
+    trivial_diff: float | None = None,
+    min_effect: float | None = None,
+    interval: str = "auto",
+    cluster: str = "sample_id",
 ) -> CompareResult:
     """Compare `control` with each of `treatments` (none: a SOLO report on the control) on the
-    per-sample components `staged` holds for all of them."""
+    per-sample components `staged` holds for all of them. `trivial_diff` and `min_effect` are on
+    the composite's scale; None takes TRIVIAL_FRACTION and MIN_EFFECT_FRACTION of its span."""
     wanted = [control, *treatments]
     k = max(1, len(treatments))
     pair_confidence = 1.0 - (1.0 - confidence_level) / k
     z = z_from_confidence(confidence_level)
-    # Bootstraps spend their time in numpy's binomial sampler, which releases the GIL: the run
-    # summaries and the pairs run side by side. Each has its own seeded generator, so results do
-    # not depend on the scheduling.
+    gate = (DEFAULT_THRESHOLD if threshold is None else threshold) if staged.gated else None
+    # Analytic intervals cost microseconds; a bootstrap (--interval percentile or bca) spends its
+    # time in numpy's sampler, which releases the GIL: the run summaries and the pairs run side
+    # by side. Each has its own seeded generator, so results do not depend on the scheduling.
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
         summaries = {
             run: pool.submit(
@@ -193,6 +206,8 @@ def compare_staged(
                 seed=seed,
                 z=z,
                 component_intervals=False,
+                interval=interval,
+                cluster=cluster,
             )
             for run in wanted
         }
@@ -205,11 +220,22 @@ def compare_staged(
                 confidence_level=pair_confidence,
                 n_resamples=n_resamples,
                 seed=seed,
+                interval=interval,
+                cluster=cluster,
+                threshold=gate,
             )
             for treatment in treatments
         ]
         variants = {run: future.result() for run, future in summaries.items()}
         paired = [future.result() for future in comparisons]
+    span = scale_span(staged, wanted)
+    limits = Thresholds(
+        min_effect=MIN_EFFECT_FRACTION * span if min_effect is None else min_effect,
+        trivial_diff=TRIVIAL_FRACTION * span if trivial_diff is None else trivial_diff,
+        threshold=gate,
+        span=span,
+        use_cv=staged.gated,
+    )
     parameters = {
         **(scheme_options or {}),
         "threshold": threshold if staged.gated else None,
@@ -217,8 +243,11 @@ def compare_staged(
         "pair_confidence_level": pair_confidence,
         "n_resamples": n_resamples,
         "seed": seed,
-        "trivial_diff": trivial_diff,
-        "min_pairs": 20,
+        "interval": interval,
+        "cluster": cluster,
+        "scale_span": span,
+        "trivial_diff": limits.trivial_diff,
+        "min_effect": limits.min_effect,
         "policy": "gates",
     }
     notes = list(staged.notes)
@@ -232,9 +261,7 @@ def compare_staged(
     for comparison in paired:
         treatment = comparison.treatment
         c, t = variants[control], variants[treatment]
-        decision = decide(
-            comparison, c, t, gated=staged.gated, trivial_diff=trivial_diff, use_cv=staged.gated
-        )
+        decision = decide(comparison, c, t, gated=staged.gated, limits=limits)
         pairs.append(
             PairResult(comparison, 1.0 - pair_confidence, decision, badges(comparison, c, t))
         )
@@ -253,3 +280,17 @@ def compare_staged(
         scheme, origin, parameters, control, variants, pairs,
         worst.decision.verdict, reason, worst.badges, notes,
     )  # fmt: skip
+
+
+def scale_span(staged: StagedScores, runs: list[str]) -> float:
+    """The width of the composite's scale: declared by the scheme, else 1 when every value lies
+    in [0, 1] (pass rates, 0–1 scores), else the observed range."""
+    if staged.span is not None:
+        return staged.span
+    values = [staged.composite(r) for r in runs]
+    finite = [v[np.isfinite(v)] for v in values]
+    lo = min((float(v.min()) for v in finite if v.size), default=0.0)
+    hi = max((float(v.max()) for v in finite if v.size), default=1.0)
+    if lo >= 0.0 and hi <= 1.0:
+        return 1.0
+    return hi - lo if hi > lo else 1.0

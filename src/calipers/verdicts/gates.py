@@ -1,20 +1,26 @@
-"""The six verdicts of seed 000 (policy `gates`), decided per (control, treatment) pair.
+"""The six verdicts of seed 000 (policy `gates`), decided per (control, treatment) pair, each rule
+made to hold its error rate (docs/statistics.md; measured in docs/calibration.md).
 
-First match wins (docs/layered.md):
+"Significant" means the pair's interval (at 1 − α/K for K treatments) excludes 0 — and for paired
+0/1 outcomes the exact McNemar test agrees. First match wins:
 1. one variant only                                                            → SOLO
-2. composite CI contains 0 and (pairs < 20, or — where repeats allow a saturation verdict — the
-   treatment is not saturated with high confidence)                            → UNDERPOWERED
-3. composite CI entirely below 0, or a layer that passed its gate in control
-   fails it in treatment                                                       → REGRESS
-4. composite CI contains 0: NOISE if every layer's CI contains 0, else         → CAUTIOUS
-5. composite significantly up but a treatment gate fails, the gain is below the trivial
-   difference, inter-judge Pearson < 0.4 in either variant, or the median run-to-run CV > 0.15
-                                                                               → CAUTIOUS
-6. otherwise                                                                   → PROGRESS
+2. composite not significant and the data cannot decide: no interval (too few units, no spread),
+   the minimum detectable effect above `min_effect`, or — where repeats allow a saturation
+   verdict — the treatment not saturated with high confidence                  → UNDERPOWERED
+3. composite significantly below 0 by at least the trivial difference, or a layer gate broken with
+   evidence (control passes it; treatment's interval lies below it after a significant drop of
+   that layer)                                                                 → REGRESS
+4. composite not significant: CAUTIOUS if a layer moved (Holm over the layers), else NOISE
+5. composite significantly below 0 but by less than the trivial difference      → CAUTIOUS
+6. composite significantly up but: below the trivial difference, a treatment gate fails, a
+   quantity goes missing more often in one run (exact McNemar), judges disagree (Pearson < 0.4),
+   or the median run-to-run CV > 0.15                                          → CAUTIOUS
+7. otherwise                                                                   → PROGRESS
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -28,8 +34,10 @@ from calipers.verdicts.persample import (
     RunSummary,
 )
 
-MIN_PAIRS = 20
-DEFAULT_TRIVIAL_DIFF = 0.1
+# Defaults relative to the width of the compared scale (1 for pass rates and 0–1 scores, 4 for
+# 1–5 layers): the smallest effect worth detecting, and a difference too small to act on.
+MIN_EFFECT_FRACTION = 0.05
+TRIVIAL_FRACTION = 0.025
 DEFAULT_THRESHOLD = 3.5  # the layer gate: every present layer's mean must reach it (1–5 scale)
 
 
@@ -65,9 +73,34 @@ def _fmt(x: float | None) -> str:
 
 def _ci(pair: PairedComparison) -> str:
     c = pair.composite
+    if c.interval is None and c.constant and c.exact_p is not None:
+        return (
+            f"composite {_fmt(c.estimate)} on every one of {c.n_pairs} paired units "
+            f"(exact sign test p = {c.exact_p:.2g})"
+        )
+    if c.interval is None and c.unchanged:
+        return f"composite unchanged on every one of {c.n_pairs} paired units"
     if c.interval is None:
         return f"composite {_fmt(c.estimate)} (no interval)"
     return f"composite {_fmt(c.estimate)} [{c.low:+.3f}, {c.high:+.3f}]"
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """What a pair's decision compares against, on the composite's own scale."""
+
+    min_effect: float  # the smallest effect worth detecting: above it a NOISE is UNDERPOWERED
+    trivial_diff: float  # significant differences smaller than this are CAUTIOUS either way
+    threshold: float | None  # the layer gate (None when ungated)
+    span: float = 1.0  # the width of the composite's scale
+    use_cv: bool = True
+
+
+def unchanged_bound(n_units: int, alpha: float, span: float) -> float:
+    """When every one of n units has exactly the same score in both runs, the share of units that
+    differ at all is below 1 − α^(1/n) (the exact binomial bound; "rule of three" ≈ 3/n), and no
+    unit can differ by more than the scale's width: |difference| < span·(1 − α^(1/n))."""
+    return float(span * (1.0 - alpha ** (1.0 / n_units)))
 
 
 def decide(
@@ -76,18 +109,19 @@ def decide(
     treatment: RunSummary,
     *,
     gated: bool,
-    trivial_diff: float = DEFAULT_TRIVIAL_DIFF,
-    use_cv: bool = True,
+    limits: Thresholds,
 ) -> Decision:
     composite = pair.composite
     ci = _ci(pair)
     sat = treatment.saturation
+    detectable = _mde(pair)
+    flat = _why_not_significant(pair)
     if not composite.significant:
-        if pair.n_pairs < MIN_PAIRS:
+        if composite.interval is None and not composite.unchanged:
+            why = composite.refusal or "no interval"
             return Decision(
                 Verdict.UNDERPOWERED,
-                f"{ci} contains 0 with only {pair.n_pairs} paired samples (< {MIN_PAIRS}); "
-                f"the smallest detectable effect is {_mde(pair)}",
+                f"{ci}: {why}; no verdict from {pair.n_pairs} paired unit(s)",
             )
         if sat.saturated is not None and not sat.saturated_with_high_confidence:
             state = (
@@ -95,26 +129,52 @@ def decide(
             )
             return Decision(
                 Verdict.UNDERPOWERED,
-                f"{ci} contains 0 and '{treatment.run}' is {state} over its repeats; "
+                f"{ci} {flat} and '{treatment.run}' is {state} over its repeats; "
                 f"add samples or epochs (detectable effect {_mde(pair)})",
             )
-    if composite.below_zero:
+        if composite.interval is None:
+            bound = unchanged_bound(pair.n_pairs, 1.0 - pair.confidence_level, limits.span)
+            detectable = f"{bound:.3f} (every unit unchanged: exact bound)"
+            if bound > limits.min_effect:
+                return Decision(
+                    Verdict.UNDERPOWERED,
+                    f"composite unchanged on every one of {pair.n_pairs} paired units, which "
+                    f"only bounds the difference below {bound:.3f} — above the smallest effect "
+                    f"worth detecting ({limits.min_effect:.3g})",
+                )
+        if pair.mde is not None and pair.mde > limits.min_effect:
+            return Decision(
+                Verdict.UNDERPOWERED,
+                f"{ci} {flat}, and with {pair.n_pairs} paired units the smallest effect it "
+                f"detects (80% power) is {pair.mde:.3f}, above the smallest worth detecting "
+                f"({limits.min_effect:.3g}); about {needed_units(pair, limits.min_effect)} units "
+                "would detect that",
+            )
+    estimate = composite.estimate or 0.0
+    if composite.below_zero and abs(estimate) >= limits.trivial_diff:
         return Decision(Verdict.REGRESS, f"{ci} is below 0")
-    broken = _broken_gates(control, treatment) if gated else []
+    broken = broken_gates(pair, limits.threshold) if gated else []
     if broken:
-        return Decision(
-            Verdict.REGRESS,
-            "layer gate broken: " + ", ".join(broken) + f"; {ci}",
-        )
+        return Decision(Verdict.REGRESS, "layer gate broken: " + ", ".join(broken) + f"; {ci}")
     if not composite.significant:
         moved = [n for n, d in pair.components.items() if d.significant]
         if moved:
             return Decision(
                 Verdict.CAUTIOUS,
-                f"{ci} contains 0 but layer(s) moved: "
+                f"{ci} {flat} but layer(s) moved: "
                 + ", ".join(f"{n} {_fmt(pair.components[n].estimate)}" for n in moved),
             )
-        return Decision(Verdict.NOISE, f"{ci} contains 0 and no layer moved")
+        return Decision(
+            Verdict.NOISE,
+            f"{ci} {flat} and no layer moved; the data would have detected a difference of "
+            f"±{detectable} (80% power)",
+        )
+    if composite.below_zero:
+        return Decision(
+            Verdict.CAUTIOUS,
+            f"{ci} is a significant drop, smaller than the trivial difference "
+            f"{limits.trivial_diff:.3g}",
+        )
     concerns = []
     if gated and not treatment.gate_passed:
         failing = [n for n, c in treatment.components.items() if c.gate is False]
@@ -122,12 +182,20 @@ def decide(
             "treatment fails the gate on "
             + (", ".join(failing) if failing else "every layer (none present)")
         )
-    if composite.estimate is not None and composite.estimate < trivial_diff:
-        concerns.append(f"the gain {_fmt(composite.estimate)} is below {trivial_diff}")
+    if estimate < limits.trivial_diff:
+        concerns.append(f"the gain {_fmt(estimate)} is below {limits.trivial_diff:.3g}")
+    for name in pair.missing_differs:
+        m = pair.missing[name]
+        what = "a composite" if name == "composite" else f"the {name} layer"
+        concerns.append(
+            f"{what} is missing more often in one run: present in control only on "
+            f"{m.control_only} of {m.n_observation_pairs} pairs, in treatment only on "
+            f"{m.treatment_only} (exact McNemar p = {m.p_value:.2g})"
+        )
     for run in (control, treatment):
         if run.judge_pearson is not None and run.judge_pearson < JUDGE_DISAGREE:
             concerns.append(f"judges disagree on '{run.run}' (Pearson {run.judge_pearson:.2f})")
-        if use_cv and run.cv_median is not None and run.cv_median > CV_LIMIT:
+        if limits.use_cv and run.cv_median is not None and run.cv_median > CV_LIMIT:
             concerns.append(
                 f"'{run.run}' is unstable across epochs (median CV {run.cv_median:.2f})"
             )
@@ -137,18 +205,38 @@ def decide(
     return Decision(Verdict.PROGRESS, f"{ci} is significant{gates}")
 
 
+def _why_not_significant(pair: PairedComparison) -> str:
+    c = pair.composite
+    if c.interval is not None and not c.interval.contains(0.0):
+        return (
+            f"excludes 0, but the exact McNemar test does not agree (p = {c.exact_p:.2g}): "
+            "not significant"
+        )
+    return "contains 0" if c.interval is not None else "is not significant"
+
+
+def needed_units(pair: PairedComparison, effect: float) -> int:
+    """Units for the MDE to reach `effect`: n·(MDE/effect)², as the MDE shrinks with √n."""
+    if pair.mde is None or effect <= 0:
+        return pair.n_pairs
+    return max(pair.n_pairs + 1, math.ceil(pair.n_pairs * (pair.mde / effect) ** 2))
+
+
 def _mde(pair: PairedComparison) -> str:
     return "n/a" if pair.mde is None else f"{pair.mde:.3f}"
 
 
-def _broken_gates(control: RunSummary, treatment: RunSummary) -> list[str]:
-    """Layers whose gate passed in control and fails (or vanished) in treatment."""
+def broken_gates(pair: PairedComparison, threshold: float | None) -> list[str]:
+    """Layers whose gate control passes and treatment fails with evidence."""
+    if threshold is None:
+        return []
     broken = []
-    for name, c in control.components.items():
-        t = treatment.components.get(name)
-        if c.gate and (t is None or t.gate is not True):
-            after = "missing" if t is None or t.mean is None else f"{t.mean:.2f}"
-            broken.append(f"{name} {c.mean:.2f} → {after}")
+    for name, g in pair.gates.items():
+        if g.broken(threshold):
+            broken.append(
+                f"{name} {g.control_mean:.2f} → {g.treatment_mean:.2f} "
+                f"(upper bound {g.treatment_high:.2f} < {threshold:g})"
+            )
     return broken
 
 

@@ -1,28 +1,52 @@
-"""The paired comparison of two runs: samples matched by (task, sample_id, epoch), a sample's epochs
-resampled together, a bootstrap interval on the difference of the composite and of each component,
-the minimum detectable effect, and Hotelling's T² on the vector of component differences."""
+"""The paired comparison of two runs: samples matched by (task, sample_id, epoch); the independent
+unit a sample (its epochs together), a group or a task; an interval on the difference of the
+composite — made from the layers both sides have — and of each component, chosen by the kind of
+data (`calipers.stats.estimate`); which quantities go missing more in one run; the evidence on
+each layer gate; the minimum detectable effect; Hotelling's T² on the component differences."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from calipers.errors import DataError, InputError
-from calipers.stats import BootstrapResult, minimum_detectable_effect, paired_bootstrap
+from calipers.stats import holm
+from calipers.stats.bootstrap import dense_codes
+from calipers.stats.estimate import (
+    Interval,
+    NoInterval,
+    cluster_means,
+    mean_interval,
+    paired_interval,
+    sign_test,
+)
 from calipers.stats.multivariate import HotellingResult, hotelling_t2
-from calipers.verdicts.persample import FloatArray, StagedScores, dense_sorted
+from calipers.verdicts.persample import FloatArray, RunArrays, StagedScores, cluster_labels
+
+IntArray = npt.NDArray[np.int64]
 
 
 @dataclass
 class Difference:
-    """treatment − control for one quantity, with its interval."""
+    """treatment − control for one quantity over the pairs that have it on both sides, with its
+    interval (or the reason there is none) and a two-sided p-value."""
 
     estimate: float | None
-    n_pairs: int  # samples (clusters) with the quantity on both sides
-    interval: BootstrapResult | None  # None with fewer than 2 pairs
+    n_pairs: int  # independent units (clusters) with the quantity on both sides
+    interval: Interval | None
+    refusal: str | None = None  # why there is no interval
+    p_value: float | None = None  # of "no difference", from the interval's own method
+    exact_p: float | None = None  # exact sign test over the units' differences
+    control_mean: float | None = None  # both means over the same pairs as the difference
+    treatment_mean: float | None = None
+    n_observations: int = 0
+    constant: bool = False  # every unit moved by the same nonzero amount (no interval)
+    unchanged: bool = False  # every unit's difference is exactly 0 (no interval)
+    significant: bool = False  # decided by `compare_pair` (exact agreement, multiplicity)
 
     @property
     def low(self) -> float | None:
@@ -33,13 +57,8 @@ class Difference:
         return self.interval.high if self.interval else None
 
     @property
-    def significant(self) -> bool:
-        """The interval excludes 0."""
-        return self.interval is not None and not self.interval.contains(0.0)
-
-    @property
     def below_zero(self) -> bool:
-        return self.interval is not None and self.interval.high < 0.0
+        return self.significant and self.estimate is not None and self.estimate < 0
 
     @property
     def monte_carlo_uncertain(self) -> bool:
@@ -52,7 +71,61 @@ class Difference:
             "high": self.high,
             "significant": self.significant,
             "n_pairs": self.n_pairs,
+            "n_observations": self.n_observations,
+            "control_mean": self.control_mean,
+            "treatment_mean": self.treatment_mean,
+            "p_value": self.p_value,
+            "exact_p": self.exact_p,
+            "interval": self.interval.to_dict() if self.interval else None,
+            "refusal": self.refusal,
             "monte_carlo_uncertain": self.monte_carlo_uncertain,
+        }
+
+
+@dataclass
+class Missingness:
+    """Observation pairs where a quantity is present in one run only: a judge that failed, an
+    error, an assertion left out. Tested by the exact McNemar test on those pairs."""
+
+    control_only: int
+    treatment_only: int
+    n_observation_pairs: int
+    p_value: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "control_only": self.control_only,
+            "treatment_only": self.treatment_only,
+            "n_observation_pairs": self.n_observation_pairs,
+            "p_value": self.p_value,
+        }
+
+
+@dataclass
+class GateEvidence:
+    """A layer's gate in both runs: control's mean, and whether treatment fails it with evidence
+    (its interval entirely below the threshold) after a drop that is significant."""
+
+    control_mean: float | None
+    treatment_mean: float | None
+    treatment_high: float | None  # upper bound at 1 − α/L (None: no interval)
+    dropped: bool  # the paired layer difference is significantly below 0 (Holm over layers)
+
+    def broken(self, threshold: float) -> bool:
+        return (
+            self.control_mean is not None
+            and self.control_mean >= threshold
+            and self.treatment_high is not None
+            and self.treatment_high < threshold
+            and self.dropped
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "control_mean": self.control_mean,
+            "treatment_mean": self.treatment_mean,
+            "treatment_high": self.treatment_high,
+            "dropped": self.dropped,
         }
 
 
@@ -61,16 +134,29 @@ class PairedComparison:
     control: str
     treatment: str
     confidence_level: float
-    n_pairs: int  # samples paired with a composite on both sides
-    n_observation_pairs: int
+    n_pairs: int  # units paired with a composite on both sides
+    n_observation_pairs: int  # observations matched by (task, sample_id, epoch)
     unpaired_control: int  # observations of control with no partner in treatment
     unpaired_treatment: int
     composite: Difference
     components: dict[str, Difference]
     mde: float | None
     hotelling: HotellingResult | None
+    missing: dict[str, Missingness] = field(default_factory=dict)  # "composite" and each layer
+    gates: dict[str, GateEvidence] = field(default_factory=dict)
+    cluster: str = "sample_id"
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def missing_differs(self) -> list[str]:
+        """Quantities whose presence differs between the runs beyond chance (exact McNemar at
+        the pair's α): a difference in failure rates is a finding, not noise."""
+        alpha = 1.0 - self.confidence_level
+        return [
+            name for name, m in self.missing.items()
+            if m.p_value <= alpha and m.control_only != m.treatment_only
+        ]  # fmt: skip
 
 
 def compare_pair(
@@ -81,6 +167,9 @@ def compare_pair(
     confidence_level: float,
     n_resamples: int,
     seed: int,
+    interval: str = "auto",
+    cluster: str = "sample_id",
+    threshold: float | None = None,
 ) -> PairedComparison:
     comps = staged.components
     c_run, t_run = staged.fetch(control), staged.fetch(treatment)
@@ -99,28 +188,41 @@ def compare_pair(
             hint="A comparison pairs samples by (task, sample_id, epoch); check that both runs "
             "were evaluated on the same inputs.",
         )
-    cluster = dense_sorted(c_run.sid[ic])
+    units = cluster_labels(c_run, ic, cluster)
     c_vals = {n: c_run.values[n][ic] for n in comps}
     t_vals = {n: t_run.values[n][it] for n in comps}
+    # Like with like: each pair's composite is made from the layers present on BOTH sides, so a
+    # judge that failed in one run only changes which layers are averaged, never the difference.
+    common = {n: np.isfinite(c_vals[n]) & np.isfinite(t_vals[n]) for n in comps}
+    composite_c = staged.combine({n: np.where(common[n], c_vals[n], np.nan) for n in comps})
+    composite_t = staged.combine({n: np.where(common[n], t_vals[n], np.nan) for n in comps})
+    alpha = 1.0 - confidence_level
 
     def difference(c: FloatArray, t: FloatArray) -> Difference:
-        return _difference(c, t, cluster, confidence_level, n_resamples, seed)
+        return paired_difference(
+            c, t, units, confidence_level=confidence_level, n_resamples=n_resamples, seed=seed,
+            method=interval,
+        )  # fmt: skip
 
-    composite_c = staged.composite(control)[ic]
-    composite_t = staged.composite(treatment)[it]
     composite = difference(composite_c, composite_t)
-    components = {n: difference(c_vals[n], t_vals[n]) for n in comps} if staged.gated else {}
-    diff = composite_t - composite_c
-    per_cluster = _cluster_means(diff, cluster)
-    alpha = 1.0 - confidence_level
-    mde = None
-    if per_cluster.size >= 2:
-        mde = minimum_detectable_effect(
-            float(np.std(per_cluster, ddof=1)), per_cluster.size, alpha=alpha
-        )
+    composite.significant = _significant(composite, alpha)
+    components: dict[str, Difference] = {}
+    gates: dict[str, GateEvidence] = {}
+    if staged.gated:
+        components = {n: difference(c_vals[n], t_vals[n]) for n in comps}
+        _holm_significance(components, alpha)
+        if threshold is not None:
+            gates = _gate_evidence(
+                c_run, t_run, components, cluster, alpha, interval, seed, threshold
+            )
+    missing = {"composite": _missingness(staged.composite(control)[ic],
+                                         staged.composite(treatment)[it])}  # fmt: skip
+    if staged.gated:
+        missing.update({n: _missingness(c_vals[n], t_vals[n]) for n in comps})
     notes: list[str] = []
-    hotelling = _hotelling(c_vals, t_vals, cluster, comps, notes) if staged.gated else None
+    hotelling = _hotelling(c_vals, t_vals, units, comps, notes) if staged.gated else None
     tasks = _task_table(c_run.task_code[ic], staged.tasks, composite_c, composite_t)
+    mde = composite.interval.detectable_effect() if composite.interval else None
     return PairedComparison(
         control=control,
         treatment=treatment,
@@ -133,37 +235,141 @@ def compare_pair(
         components=components,
         mde=mde,
         hotelling=hotelling,
+        missing=missing,
+        gates=gates,
+        cluster=cluster,
         tasks=tasks,
         notes=notes,
     )
 
 
-def _difference(
+def paired_difference(
     c: FloatArray,
     t: FloatArray,
-    cluster: npt.NDArray[np.int64],
+    units: IntArray,
+    *,
     confidence_level: float,
     n_resamples: int,
     seed: int,
+    method: str,
 ) -> Difference:
+    """The difference over the rows present on both sides, its interval and p-values."""
     both = np.isfinite(c) & np.isfinite(t)
-    groups = cluster[both]
+    groups = units[both]
     n_pairs = int(np.count_nonzero(np.bincount(groups))) if groups.size else 0
     if n_pairs == 0:
-        return Difference(None, 0, None)
-    estimate = float(np.mean(t[both] - c[both]))
-    if n_pairs < 2:
-        return Difference(estimate, n_pairs, None)
-    clustered = n_pairs < groups.size  # some sample has several epochs
-    interval = paired_bootstrap(
-        c[both],
-        t[both],
-        clusters=groups if clustered else None,
-        n_resamples=n_resamples,
-        confidence_level=confidence_level,
-        rng=seed,
-    )
-    return Difference(interval.estimate, n_pairs, interval)
+        return Difference(None, 0, None, refusal="no pair has this quantity on both sides")
+    cb, tb = c[both], t[both]
+    d = tb - cb
+    c_mean, t_mean = float(cb.mean()), float(tb.mean())
+    codes = dense_codes(groups)
+    exact_p = sign_test(cluster_means(d, codes))
+    try:
+        interval = paired_interval(
+            cb, tb, clusters=codes, method=method, confidence_level=confidence_level,
+            n_resamples=n_resamples, rng=seed,
+        )  # fmt: skip
+    except NoInterval as why:
+        unit_d = cluster_means(d, codes)
+        # Without spread the exact sign test is the only evidence: it stands in as the p-value.
+        return Difference(
+            float(d.mean()), n_pairs, None, why.reason, exact_p, exact_p,
+            control_mean=c_mean, treatment_mean=t_mean, n_observations=int(d.size),
+            constant=n_pairs >= 2 and bool(np.ptp(unit_d) == 0) and bool(unit_d[0] != 0),
+            unchanged=n_pairs >= 2 and not np.any(unit_d),
+        )  # fmt: skip
+    return Difference(
+        interval.estimate, n_pairs, interval, None, interval_p_value(interval), exact_p,
+        control_mean=c_mean, treatment_mean=t_mean, n_observations=int(d.size),
+    )  # fmt: skip
+
+
+def interval_p_value(interval: Interval) -> float:
+    """Two-sided p-value of 0 by the interval's own reference distribution."""
+    if interval.bootstrap is not None:
+        dist = interval.bootstrap.distribution
+        below, above = float(np.mean(dist <= 0)), float(np.mean(dist >= 0))
+        return min(1.0, 2.0 * min(below, above))
+    if interval.standard_error <= 0:
+        return 0.0 if interval.estimate != 0 else 1.0
+    stat = abs(interval.estimate) / interval.standard_error
+    if interval.df is not None:
+        from scipy.special import stdtr
+
+        return float(2 * stdtr(interval.df, -stat))
+    return float(2 * NormalDist().cdf(-stat))
+
+
+def _significant(d: Difference, alpha: float) -> bool:
+    """The interval excludes 0 — and, for paired 0/1 outcomes, the exact McNemar test agrees: a
+    score interval on a handful of discordant pairs is an approximation the exact test checks.
+    Differences without spread (every unit moved by the same amount) have no interval: the exact
+    sign test alone decides (3 pairs all +1: p = 0.25, not significant; 40: p ≈ 2e-12)."""
+    if d.interval is None:
+        return d.constant and d.exact_p is not None and d.exact_p <= alpha
+    if d.interval.contains(0.0):
+        return False
+    if d.interval.formula == "newcombe":
+        return d.exact_p is not None and d.exact_p <= alpha
+    return True
+
+
+def _holm_significance(components: dict[str, Difference], alpha: float) -> None:
+    """Layers are tested together: a layer moved when its Holm-adjusted p-value is ≤ α."""
+    tested = [n for n, d in components.items() if d.p_value is not None]
+    if not tested:
+        return
+    adjusted = holm([components[n].p_value or 0.0 for n in tested])
+    for name, p in zip(tested, adjusted, strict=True):
+        d = components[name]
+        d.significant = bool(p <= alpha) and _significant(d, alpha)
+
+
+def _gate_evidence(
+    c_run: RunArrays,
+    t_run: RunArrays,
+    components: dict[str, Difference],
+    cluster: str,
+    alpha: float,
+    method: str,
+    seed: int,
+    threshold: float,
+) -> dict[str, GateEvidence]:
+    """Per layer: control's mean, treatment's upper bound at 1 − α/L (Bonferroni over the
+    layers), and whether the paired difference dropped (Holm, above)."""
+    names = [n for n in components if np.isfinite(c_run.values[n]).any()]
+    level = 1.0 - alpha / max(1, len(names))
+    evidence = {}
+    for name in names:
+        c, t = c_run.values[name], t_run.values[name]
+        c_mean = float(np.nanmean(c))
+        t_keep = np.isfinite(t)
+        t_mean = float(t[t_keep].mean()) if t_keep.any() else None
+        high = None
+        if t_keep.any():
+            units = cluster_labels(t_run, np.flatnonzero(t_keep), cluster)
+            try:
+                high = mean_interval(
+                    t[t_keep], clusters=units, method=method, confidence_level=level, rng=seed,
+                ).high  # fmt: skip
+            except NoInterval:
+                # Every unit has the same layer mean: evidence that it is below the gate is
+                # the exact sign test over the units (all below; p = 2·½^G).
+                unit_means = cluster_means(t[t_keep], dense_codes(units))
+                if sign_test(unit_means - threshold) <= 1.0 - level:
+                    high = float(unit_means.max())
+        d = components[name]
+        evidence[name] = GateEvidence(c_mean, t_mean, high, d.below_zero)
+    return evidence
+
+
+def _missingness(c: FloatArray, t: FloatArray) -> Missingness:
+    c_ok, t_ok = np.isfinite(c), np.isfinite(t)
+    c_only = int(np.sum(c_ok & ~t_ok))
+    t_only = int(np.sum(t_ok & ~c_ok))
+    # Presence in treatment minus presence in control, over the discordant pairs.
+    p = sign_test(np.r_[np.ones(t_only), -np.ones(c_only)])
+    return Missingness(c_only, t_only, int(c.size), p)
 
 
 def _cluster_means(x: FloatArray, cluster: npt.NDArray[np.int64]) -> FloatArray:

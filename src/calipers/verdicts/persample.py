@@ -18,7 +18,8 @@ import numpy.typing as npt
 from calipers.data.files import sql_literal
 from calipers.data.sampleset import SampleSet
 from calipers.errors import DataError, InputError
-from calipers.stats import BootstrapResult, krippendorff_alpha, mean_bootstrap, pearson
+from calipers.stats import krippendorff_alpha, pearson
+from calipers.stats.estimate import Interval, NoInterval, mean_interval
 from calipers.stats.saturation import SaturationResult, saturation
 
 FloatArray = npt.NDArray[np.float64]
@@ -44,6 +45,7 @@ class RunArrays:
     values: dict[str, FloatArray]
     judges: dict[str, FloatArray]
     human: FloatArray | None
+    group: npt.NDArray[np.int64] | None = None  # group code per row (shared by the runs), if any
 
 
 @dataclass
@@ -57,6 +59,10 @@ class StagedScores:
     raw_combine: Combine  # the same without standardisation (for CV, which needs a ratio scale)
     gated: bool  # whether components have gates (layered) or not (metric)
     notes: list[str] = field(default_factory=list)
+    # The width of the composite's scale (4 on 1–5 layers); None: read from the data — 1 when
+    # every value lies in [0, 1], else their range. Defaults of min_effect and trivial_diff are
+    # fractions of it.
+    span: float | None = None
     _composites: dict[tuple[str, bool], FloatArray] = field(default_factory=dict, repr=False)
 
     def fetch(self, run: str) -> RunArrays:
@@ -99,6 +105,7 @@ class StagedRows:
                 values={k: v[span] for k, v in values.items()},
                 judges={k: v[span] for k, v in (judges or {}).items()},
                 human=human[span] if human is not None else None,
+                group=self.columns["group_code"][span] if "group_code" in self.columns else None,
             )
         return out
 
@@ -121,6 +128,17 @@ def stage_rows(
     run_code = " ".join(f"WHEN {sql_literal(r)} THEN {i}" for i, r in enumerate(runs))
     exprs = "".join(f', {sql} AS "{name}"' for name, sql in expressions.items())
     derived = "".join(f", {sql} AS {name}" for name, sql in (lists or {}).items())
+    # Group codes (−1: no group) when the samples have the field: `--cluster group` reads them.
+    has_group = "group" in [d[0] for d in con.execute(f"SELECT * FROM {rel} LIMIT 0").description]
+    group_cte, group_col, group_join = "", "", ""
+    if has_group:
+        group_cte = f"""
+        , groups AS (
+            SELECT "group", (row_number() OVER (ORDER BY "group") - 1)::BIGINT AS group_code
+            FROM (SELECT DISTINCT "group" FROM {rel} WHERE {where} AND "group" IS NOT NULL)
+        )"""
+        group_col = ", coalesce(groups.group_code, -1)::BIGINT AS group_code"
+        group_join = 'LEFT JOIN groups ON s."group" = groups."group"'
     columns = con.execute(
         f"""
         WITH keys AS (
@@ -130,11 +148,11 @@ def stage_rows(
         ), tasks AS (
             SELECT task, (row_number() OVER (ORDER BY task) - 1)::BIGINT AS task_code
             FROM (SELECT DISTINCT task FROM {rel} WHERE {where})
-        )
+        ){group_cte}
         SELECT (CASE run {run_code} END)::INTEGER AS run_code, keys.sid, tasks.task_code,
-               s.epoch::BIGINT AS epoch {exprs}
+               s.epoch::BIGINT AS epoch {group_col} {exprs}
         FROM (SELECT *{derived} FROM {rel} WHERE {where}) s
-        JOIN keys USING (task, sample_id) JOIN tasks USING (task)
+        JOIN keys USING (task, sample_id) JOIN tasks USING (task) {group_join}
         ORDER BY run_code, sid, epoch
         """
     ).fetchnumpy()
@@ -146,7 +164,37 @@ def stage_rows(
     columns["sid"] = np.asarray(columns["sid"], dtype=np.int64)
     columns["epoch"] = np.asarray(columns["epoch"], dtype=np.int64)
     columns["task_code"] = np.asarray(columns["task_code"], dtype=np.int64)
+    if has_group:
+        columns["group_code"] = np.asarray(columns["group_code"], dtype=np.int64)
     return StagedRows(columns, spans, tasks)
+
+
+CLUSTERS = ("sample_id", "group", "task")
+
+
+def cluster_labels(
+    arrays: RunArrays, rows: npt.NDArray[np.intp], cluster: str
+) -> npt.NDArray[np.int64]:
+    """The independent unit of each row: its sample (epochs together), group or task."""
+    if cluster == "sample_id":
+        return arrays.sid[rows]
+    if cluster == "task":
+        return arrays.task_code[rows]
+    if cluster == "group":
+        if arrays.group is None or (arrays.group[rows] < 0).any():
+            missing = rows.size if arrays.group is None else int((arrays.group[rows] < 0).sum())
+            raise InputError(
+                f"`cluster` group: {missing} sample(s) of run '{arrays.run}' have no `group`",
+                hint="Give every sample a `group` (a string; docs/data-model.md), or cluster by "
+                "sample_id or task.",
+                parameters=["cluster"],
+            )
+        return arrays.group[rows]
+    raise InputError(
+        f"unknown `cluster` '{cluster}'",
+        hint="Cluster by " + ", ".join(CLUSTERS) + ".",
+        parameters=["cluster"],
+    )
 
 
 def dense_sorted(codes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -160,13 +208,18 @@ def dense_sorted(codes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
 class ComponentSummary:
     mean: float | None
     n: int  # observations where the component is present
-    interval: BootstrapResult | None
+    interval: Interval | None
     gate: bool | None = None  # mean ≥ threshold (None when ungated)
+    refusal: str | None = None  # why there is no interval, when one was asked for
 
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {"mean": self.mean, "n": self.n}
         if self.interval is not None:
-            body.update(low=self.interval.low, high=self.interval.high)
+            body.update(
+                low=self.interval.low, high=self.interval.high, method=self.interval.formula
+            )
+        if self.refusal is not None:
+            body["refusal"] = self.refusal
         if self.gate is not None:
             body["gate"] = self.gate
         return body
@@ -220,9 +273,12 @@ def summarize_run(
     seed: int,
     z: float,
     component_intervals: bool = True,
+    interval: str = "auto",
+    cluster: str = "sample_id",
 ) -> RunSummary:
     """A run's scores. `component_intervals=False` skips the interval of each component (a
-    comparison reads their paired differences instead)."""
+    comparison reads their paired differences instead). `interval` is the method
+    (`calipers.stats.estimate`), `cluster` the independent unit: sample_id, group or task."""
     composite = staged.composite(arrays.run)
     present = np.isfinite(composite)
     if not present.any():
@@ -230,17 +286,18 @@ def summarize_run(
             f"run '{arrays.run}' has no sample with a score",
             hint="Every sample lacks every component; check the assertions, judgments or metric.",
         )
-    clusters = arrays.cluster if arrays.epoch.size and arrays.epoch.max() > 0 else None
-    comp = _component(composite, clusters, confidence_level, n_resamples, seed)
+    clusters = cluster_labels(arrays, np.arange(arrays.sid.size), cluster)
+
+    def component(values: FloatArray, units: npt.NDArray[np.int64] | None) -> ComponentSummary:
+        return _component(
+            values, units, confidence_level=confidence_level, n_resamples=n_resamples,
+            seed=seed, method=interval,
+        )  # fmt: skip
+
+    comp = component(composite, clusters)
     components = {}
     for name in staged.components:
-        summary = _component(
-            arrays.values[name],
-            clusters if component_intervals else None,
-            confidence_level,
-            n_resamples if component_intervals else 0,
-            seed,
-        )
+        summary = component(arrays.values[name], clusters if component_intervals else None)
         if staged.gated and summary.mean is not None:
             summary.gate = summary.mean >= threshold
         components[name] = summary
@@ -284,25 +341,27 @@ def _task_means(
 def _component(
     values: FloatArray,
     clusters: npt.NDArray[np.int64] | None,
+    *,
     confidence_level: float,
     n_resamples: int,
     seed: int,
+    method: str,
 ) -> ComponentSummary:
+    """A component's mean, and its interval when `clusters` are given (None: no interval)."""
     keep = np.isfinite(values)
     n = int(keep.sum())
     if n == 0:
         return ComponentSummary(None, 0, None)
     x = values[keep]
-    interval = None
-    groups = clusters[keep] if clusters is not None else None
-    if n_resamples and n >= 2 and (groups is None or groups.min() != groups.max()):
-        interval = mean_bootstrap(
-            x,
-            clusters=groups,
-            n_resamples=n_resamples,
-            confidence_level=confidence_level,
-            rng=seed,
-        )
+    if clusters is None:
+        return ComponentSummary(float(x.mean()), n, None)
+    try:
+        interval = mean_interval(
+            x, clusters=clusters[keep], method=method, confidence_level=confidence_level,
+            n_resamples=n_resamples, rng=seed,
+        )  # fmt: skip
+    except NoInterval as why:
+        return ComponentSummary(float(x.mean()), n, None, refusal=why.reason)
     return ComponentSummary(float(x.mean()), n, interval)
 
 

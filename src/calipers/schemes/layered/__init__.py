@@ -5,7 +5,7 @@ paired engine as comparator, and the views of summaries and comparisons."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -19,16 +19,20 @@ from calipers.schemes.layered.scoring import (
     summarize,
 )
 from calipers.schemes.registry import register
+from calipers.stats.estimate import INTERVAL_METHODS
 from calipers.verdicts.compare import CompareResult, check_runs, compare_staged
-from calipers.verdicts.gates import DEFAULT_THRESHOLD, DEFAULT_TRIVIAL_DIFF
-from calipers.verdicts.persample import StagedScores
+from calipers.verdicts.gates import DEFAULT_THRESHOLD
+from calipers.verdicts.persample import CLUSTERS, StagedScores
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from calipers.data.sampleset import SampleSet
 
-__all__ = ["LAYERS", "LayeredScheme", "PairedScheme", "SummaryResult", "parse_weights"]
+__all__ = [
+    "LAYERS", "LayeredScheme", "PairedOptions", "PairedScheme",
+    "SummaryResult", "parse_weights",
+]  # fmt: skip
 
 
 class PairedScheme(ComparableScheme):
@@ -57,6 +61,9 @@ class PairedScheme(ComparableScheme):
             n_resamples=o.n_resamples,  # type: ignore[attr-defined]
             seed=o.seed,  # type: ignore[attr-defined]
             trivial_diff=o.trivial_diff,  # type: ignore[attr-defined]
+            min_effect=o.min_effect,  # type: ignore[attr-defined]
+            interval=o.interval,  # type: ignore[attr-defined]
+            cluster=o.cluster,  # type: ignore[attr-defined]
         )
 
     def summary_parameters(self, options: Any) -> dict[str, Any]:
@@ -72,6 +79,8 @@ class PairedScheme(ComparableScheme):
             "confidence_level": options.confidence_level,
             "n_resamples": options.n_resamples,
             "seed": options.seed,
+            "interval": options.interval,
+            "cluster": options.cluster,
         }
         return summarize(
             staged,
@@ -83,6 +92,8 @@ class PairedScheme(ComparableScheme):
             confidence_level=options.confidence_level,
             n_resamples=options.n_resamples,
             seed=options.seed,
+            interval=options.interval,
+            cluster=options.cluster,
         )
 
     def terminal(self, result: Any, console: Console, *, detail: bool = False) -> None:
@@ -98,14 +109,25 @@ class PairedScheme(ComparableScheme):
         return html.compare_page(report)
 
 
-class LayeredOptions(BootstrapOptions):
+class PairedOptions(BootstrapOptions):
+    """How the comparable schemes make intervals: the method (`auto` picks by the kind of data)
+    and the independent unit (a sample with its epochs, a group, a task)."""
+
+    interval: Literal[INTERVAL_METHODS] = "auto"  # type: ignore[valid-type]
+    cluster: Literal[CLUSTERS] = "sample_id"  # type: ignore[valid-type]
+
+
+class LayeredOptions(PairedOptions):
     weights: str | Mapping[str, Any] | None = None  # "fact=2,judge=1" or a mapping
     standardize: bool = False  # z-score each layer before weighting
     threshold: float = DEFAULT_THRESHOLD  # the gate every present layer's mean must reach
 
 
 class LayeredCompareOptions(LayeredOptions):
-    trivial_diff: float = Field(default=DEFAULT_TRIVIAL_DIFF, ge=0)
+    trivial_diff: float | None = Field(
+        default=None, ge=0
+    )  # on the composite's scale; None: a fraction
+    min_effect: float | None = Field(default=None, gt=0)
 
 
 @register

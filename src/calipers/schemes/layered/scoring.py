@@ -332,6 +332,7 @@ def stage_layers(
         raw_combine=raw,
         gated=True,
         notes=notes,
+        span=None if standardize else 4.0,  # layers live on 1–5; z-scores have no fixed scale
     )
 
 
@@ -375,6 +376,8 @@ def summarize(
     confidence_level: float,
     n_resamples: int,
     seed: int,
+    interval: str = "auto",
+    cluster: str = "sample_id",
 ) -> SummaryResult:
     z = z_from_confidence(confidence_level)
     summaries = {
@@ -386,6 +389,8 @@ def summarize(
             n_resamples=n_resamples,
             seed=seed,
             z=z,
+            interval=interval,
+            cluster=cluster,
         )
         for run in runs
     }

@@ -12,7 +12,7 @@ from calipers.render.terminal import num
 from calipers.schemes.layered.scoring import SummaryResult
 from calipers.verdicts.compare import CompareResult
 from calipers.verdicts.gates import Verdict
-from calipers.verdicts.paired import Difference
+from calipers.verdicts.paired import Difference, PairedComparison
 from calipers.verdicts.persample import RunSummary
 
 VERDICT_STYLE = {
@@ -76,8 +76,32 @@ def _diff_cell(d: Difference | None) -> str:
     if d is None or d.estimate is None:
         return "—"
     star = "*" if d.significant else ""
-    ci = "" if d.low is None or d.high is None else f" [{d.low:+.2f}, {d.high:+.2f}]"
+    if d.low is None or d.high is None:
+        ci = " (all equal)" if d.unchanged or d.constant else " (no interval)"
+    else:
+        ci = f" [{d.low:+.2f}, {d.high:+.2f}]"
     return f"{d.estimate:+.3f}{star}{ci}"
+
+
+def _counts_cell(pair: PairedComparison) -> str:
+    """paired units · unpaired observations · observations missing a composite on one side."""
+    m = pair.missing.get("composite")
+    one_side = f"{m.control_only}/{m.treatment_only}" if m else "0/0"
+    return f"{pair.n_pairs} · {pair.unpaired_control}/{pair.unpaired_treatment} · {one_side}"
+
+
+def _means_cell(d: Difference) -> str:
+    if d.control_mean is None or d.treatment_mean is None:
+        return "—"
+    return f"{d.control_mean:.3f} → {d.treatment_mean:.3f}"
+
+
+def _method(result: CompareResult) -> str:
+    formulas = sorted(
+        {p.comparison.composite.interval.formula for p in result.pairs
+         if p.comparison.composite.interval is not None}
+    )  # fmt: skip
+    return "/".join(formulas) or "none"
 
 
 def comparison(result: CompareResult, console: Console) -> None:
@@ -92,17 +116,25 @@ def comparison(result: CompareResult, console: Console) -> None:
         for pair in result.pairs:
             table.add_column(escape(pair.comparison.treatment), justify="right", overflow="fold")
         table.add_row("verdict", *(p.decision.verdict.value for p in result.pairs))
-        table.add_row("paired samples", *(str(p.comparison.n_pairs) for p in result.pairs))
+        table.add_row("paired · unpaired · missing", *(_counts_cell(p.comparison)
+                      for p in result.pairs))  # fmt: skip
         table.add_row("composite", *(_diff_cell(p.comparison.composite) for p in result.pairs))
+        table.add_row("  on those pairs", *(_means_cell(p.comparison.composite)
+                      for p in result.pairs))  # fmt: skip
         for name in layers:
             table.add_row(
                 name, *(_diff_cell(p.comparison.components.get(name)) for p in result.pairs)
             )
         table.add_row("MDE", *(num(p.comparison.mde, ".3f") for p in result.pairs))
         console.print(table)
+        unit = escape(str(result.parameters.get("cluster", "sample_id")))
+        boot = _method(result) in ("percentile", "bca")
         console.print(
-            f"[dim]* interval excludes 0 · {result.parameters['n_resamples']} resamples · "
-            f"seed {result.seed} · α {1 - result.parameters['confidence_level']:.3g}"
+            "[dim]* significant · paired units by "
+            f"{unit} · unpaired and missing: control/treatment observations · interval "
+            f"{_method(result)} · "
+            + (f"{result.parameters['n_resamples']} resamples · " if boot else "")
+            + f"seed {result.seed} · α {1 - result.parameters['confidence_level']:.3g}"
             + (f" split over {len(result.pairs)} treatments" if len(result.pairs) > 1 else "")
             + "[/]"
         )

@@ -14,15 +14,15 @@ kelvin's (`calipers.data.decision.distance`). As kelvin 0.3.0 computes them:
     condition    mean distance over swap_condition variants; content_effect = max(0, Sens − it)
 
 Failed variants (an error, no decision) are left out of every mean and counted. Beyond kelvin:
-a bootstrap interval over cases (whole cases resampled, the pooled mean recomputed) for
-invariance and sensitivity.
+an interval over cases (each case one independent unit; cluster-robust t on G − 1 df) for
+invariance and sensitivity, refused below MIN_CASES cases.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +31,7 @@ import numpy as np
 from calipers.data.decision import distance, is_structured
 from calipers.errors import DataError
 from calipers.schemes.base import SchemeResult
-from calipers.stats import BootstrapResult, mean_bootstrap
+from calipers.stats.estimate import Interval, NoInterval, mean_interval
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -131,7 +131,7 @@ def calibrate(
 class RunRobustness:
     run: str
     cases: list[CaseResult]
-    intervals: dict[str, BootstrapResult | None]
+    intervals: dict[str, Interval | str | None]  # a string: why there is no interval
     confidence_level: float
 
     def pooled(self, kinds: tuple[str, ...]) -> list[float]:
@@ -205,7 +205,9 @@ class RunRobustness:
         return body
 
 
-def _interval_dict(result: BootstrapResult | None) -> dict[str, Any] | None:
+def _interval_dict(result: Interval | str | None) -> dict[str, Any] | None:
+    if isinstance(result, str):
+        return {"refusal": result}
     return None if result is None else result.to_dict()
 
 
@@ -303,29 +305,38 @@ def read_cases(samples: SampleSet, run: str) -> tuple[list[CaseResult], list[str
     return list(cases.values()), notes
 
 
+MIN_CASES = 3  # below this many cases no interval is shown (docs/calibration.md)
+
+
 def case_interval(
     cases: list[CaseResult], kinds: tuple[str, ...], *, confidence_level: float, n_resamples: int,
-    seed: int, complement: bool,
-) -> BootstrapResult | None:  # fmt: skip
-    """Bootstrap over cases of the pooled mean distance (of 1 − it when `complement`)."""
-    values, clusters = [], []
+    seed: int, complement: bool, method: str = "auto",
+) -> Interval | str | None:  # fmt: skip
+    """The pooled mean distance (1 − it when `complement`) over cases as the independent units:
+    cluster-robust t (a score interval when every distance is 0 or 1), clipped to [0, 1].
+    None when no case has such a variant; a string (the reason) when there is no interval."""
+    values: list[float] = []
+    clusters: list[int] = []
     for i, c in enumerate(cases):
         d = c.distances(kinds)
         values += d
         clusters += [i] * len(d)
-    if len(set(clusters)) < 2:
+    if not values:
         return None
-    result = mean_bootstrap(
-        np.array(values), clusters=np.array(clusters), n_resamples=n_resamples,
-        confidence_level=confidence_level, rng=seed,
-    )  # fmt: skip
+    n_cases = len(set(clusters))
+    if n_cases < MIN_CASES:
+        return f"{n_cases} case(s) with such variants: an interval needs at least {MIN_CASES}"
+    try:
+        result = mean_interval(
+            np.array(values), clusters=np.array(clusters), method=method,
+            confidence_level=confidence_level, n_resamples=n_resamples, rng=seed,
+        )  # fmt: skip
+    except NoInterval as why:
+        return why.reason
+    low, high = max(0.0, result.low), min(1.0, result.high)
     if not complement:
-        return result
-    return BootstrapResult(
-        1.0 - result.estimate, 1.0 - result.high, 1.0 - result.low, 1.0 - result.distribution,
-        result.n_resamples, result.seed, result.confidence_level, result.method, result.n_units,
-        result.n_observations, result.algorithm, result.levels,
-    )  # fmt: skip
+        return replace(result, low=low, high=high)
+    return replace(result, estimate=1.0 - result.estimate, low=1.0 - high, high=1.0 - low)
 
 
 def score_run(

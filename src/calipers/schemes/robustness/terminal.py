@@ -85,7 +85,11 @@ def diagnostic(result: RunRobustness, decision_field: str, governing_types: list
 
 def _interval(result: RunRobustness, name: str) -> str:
     i = result.intervals.get(name)
-    return "" if i is None else f"  {result.confidence_level:.0%} CI [{i.low:.2f}, {i.high:.2f}]"
+    if i is None:
+        return ""
+    if isinstance(i, str):
+        return f"  (no interval: {escape(i)})"
+    return f"  {result.confidence_level:.0%} CI [{i.low:.2f}, {i.high:.2f}]"
 
 
 def run_summary(

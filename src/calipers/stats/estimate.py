@@ -1,0 +1,381 @@
+"""Intervals for a mean and a paired difference that hold at small n, near 0 and 1, and with
+clusters — chosen by the kind of data, with the method recorded in the result.
+
+`auto` picks by what the values are (docs/statistics.md, measured in docs/calibration.md):
+
+    one run, values all 0/1                → "score": Wilson, boundary-modified, on n_eff
+    paired runs, both sides all 0/1        → "score": Newcombe's hybrid score interval, on n_eff
+    anything else                          → "t": cluster-robust standard error, t with G − 1 df
+
+Clusters (a sample's epochs, a group, a task) enter as a design effect for the score intervals —
+n_eff = n · var_iid / var_clustered, kept within [G, n] — and as the cluster-robust (CR1) standard
+error for t. `percentile` and `bca` resample clusters (`calipers.stats.bootstrap`) and are offered
+as overrides only where the harness measured them to hold (MIN_BOOTSTRAP_UNITS clusters).
+
+When the data cannot support an interval the functions raise `NoInterval` with the reason; the
+caller reports the reason instead of a number.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from calipers.errors import InputError
+from calipers.stats.bootstrap import BootstrapResult, dense_codes, mean_bootstrap
+from calipers.stats.intervals import z_from_confidence
+
+IntervalMethod = Literal["auto", "score", "t", "percentile", "bca"]
+INTERVAL_METHODS: tuple[str, ...] = ("auto", "score", "t", "percentile", "bca")
+FloatArray = npt.NDArray[np.float64]
+
+# Below this many clusters a bootstrap interval undercovers (docs/calibration.md): refused.
+MIN_BOOTSTRAP_UNITS = 50
+# Brown, Cai & DasGupta (2001): Wilson's lower bound misses p near 0 when x is 1–3 successes;
+# the one-sided Poisson bound replaces it there (and symmetrically near 1).
+_POISSON_EDGE = 3.0
+
+
+class NoInterval(Exception):
+    """The data cannot support an interval; `reason` says why, in words for the user."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An interval for a mean or a mean difference, and how it was made."""
+
+    estimate: float
+    low: float
+    high: float
+    method: str  # "score" (wilson / newcombe), "t", "percentile", "bca"
+    formula: str  # "wilson", "newcombe", "t", "percentile", "bca"
+    confidence_level: float
+    standard_error: float  # on the estimate's scale (for score intervals: width / 2z)
+    df: float | None  # degrees of freedom of t (None otherwise)
+    n_units: int  # independent units: clusters (or observations when unclustered)
+    n_observations: int
+    n_effective: float  # observations after the design effect (= n_observations when none)
+    bootstrap: BootstrapResult | None = None
+
+    @property
+    def half_width(self) -> float:
+        return (self.high - self.low) / 2.0
+
+    def contains(self, value: float) -> bool:
+        return self.low <= value <= self.high
+
+    def within_monte_carlo_error(self, value: float = 0.0) -> bool:
+        """Only a bootstrap bound has Monte Carlo error."""
+        return self.bootstrap is not None and self.bootstrap.within_monte_carlo_error(value)
+
+    def critical_value(self) -> float:
+        """The two-sided quantile the interval used (t or normal)."""
+        alpha = 1.0 - self.confidence_level
+        if self.df is not None:
+            return t_quantile(1.0 - alpha / 2.0, self.df)
+        return z_from_confidence(self.confidence_level)
+
+    def detectable_effect(self, power: float = 0.8) -> float:
+        """The true difference this design detects with probability `power`:
+        (q₁₋α/₂ + q_power) · SE, with t quantiles on the interval's df when it has them."""
+        quantile = t_quantile(power, self.df) if self.df is not None else _normal_quantile(power)
+        return (self.critical_value() + quantile) * self.standard_error
+
+    def to_dict(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "estimate": self.estimate,
+            "low": self.low,
+            "high": self.high,
+            "method": self.method,
+            "formula": self.formula,
+            "confidence_level": self.confidence_level,
+            "standard_error": self.standard_error,
+            "df": self.df,
+            "n_units": self.n_units,
+            "n_observations": self.n_observations,
+            "n_effective": self.n_effective,
+        }
+        if self.bootstrap is not None:
+            body.update(
+                n_resamples=self.bootstrap.n_resamples,
+                seed=self.bootstrap.seed,
+                algorithm=self.bootstrap.algorithm,
+            )
+        return body
+
+
+def t_quantile(q: float, df: float) -> float:
+    from scipy.special import stdtrit  # scipy.special imports in 0.2 s; scipy.stats in 2
+
+    return float(stdtrit(df, q))
+
+
+def _normal_quantile(q: float) -> float:
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(q)
+
+
+def is_binary(*arrays: FloatArray) -> bool:
+    return all(bool(np.all((a == 0.0) | (a == 1.0))) for a in arrays)
+
+
+def sign_test(differences: npt.ArrayLike) -> float:
+    """Two-sided exact sign test of a zero median: 2·P(Bin(m, ½) ≤ min(k₊, k₋)) over the m
+    nonzero differences (the exact McNemar test when they are paired 0/1 outcomes); 1.0 when
+    every difference is 0."""
+    from scipy.special import bdtr
+
+    d = np.asarray(differences, dtype=float)
+    pos, neg = int(np.sum(d > 0)), int(np.sum(d < 0))
+    m = pos + neg
+    if m == 0:
+        return 1.0
+    return float(min(1.0, 2.0 * bdtr(min(pos, neg), m, 0.5)))
+
+
+def cluster_means(x: FloatArray, codes: npt.NDArray[np.intp]) -> FloatArray:
+    return np.asarray(np.bincount(codes, weights=x) / np.bincount(codes), dtype=np.float64)
+
+
+def _codes(x: FloatArray, clusters: npt.ArrayLike | None) -> npt.NDArray[np.intp]:
+    if clusters is None:
+        return np.arange(x.size, dtype=np.intp)
+    labels = np.asarray(clusters)
+    if labels.shape != x.shape:
+        raise InputError(f"clusters has {labels.size} labels for {x.size} observations")
+    return dense_codes(labels)
+
+
+def _clustered_variance(x: FloatArray, codes: npt.NDArray[np.intp]) -> tuple[float, int]:
+    """CR1 variance of the ratio mean Σx/n over clusters, and the number of clusters G:
+    G/(G−1) · Σ_g (s_g − θ·m_g)² / n²."""
+    sums = np.bincount(codes, weights=x)
+    sizes = np.bincount(codes).astype(np.float64)
+    g = sums.size
+    theta = float(x.mean())
+    resid = sums - theta * sizes
+    return float(g / (g - 1) * (resid @ resid) / (x.size**2)), g
+
+
+def _effective_n(x: FloatArray, codes: npt.NDArray[np.intp], iid_variance: float) -> float:
+    """n / design effect, within [G, n]; G when the data do not vary (the design effect of
+    constant data is unknowable, and G is its worst case)."""
+    g = int(codes.max()) + 1
+    if g == x.size:
+        return float(x.size)
+    clustered, _ = _clustered_variance(x, codes)
+    if iid_variance <= 0 or clustered <= 0:
+        return float(g)
+    return float(min(x.size, max(g, x.size * iid_variance / clustered)))
+
+
+def wilson_bounds(successes: float, n: float, z: float, alpha: float) -> tuple[float, float]:
+    """Wilson's score interval with the boundary modification of Brown, Cai & DasGupta (2001):
+    for 0 < x ≤ 3 the lower bound is the one-sided Poisson bound χ²_{α/2}(2x)/2n (and the same
+    mirrored for the upper bound near n). Counts may be fractional (effective sample sizes)."""
+    from scipy.special import chdtri
+
+    p = min(max(successes / n, 0.0), 1.0)
+    z2 = z * z
+    denom = 1.0 + z2 / n
+    center = (p + z2 / (2 * n)) / denom
+    margin = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
+    low, high = max(0.0, center - margin), min(1.0, center + margin)
+    x = min(max(successes, 0.0), n)
+    y = n - x
+    edge = _POISSON_EDGE + 1e-9  # counts computed as p·n_eff may miss 3 by a rounding error
+    if 0 < x <= edge and x < n:
+        low = min(low, float(chdtri(2 * x, 1 - alpha / 2)) / (2 * n))
+    if 0 < y <= edge and y < n:
+        high = max(high, 1.0 - float(chdtri(2 * y, 1 - alpha / 2)) / (2 * n))
+    if p == 0.0:
+        low = 0.0
+    if p == 1.0:
+        high = 1.0
+    return low, high
+
+
+def _check_method(method: str) -> None:
+    if method not in INTERVAL_METHODS:
+        raise InputError(
+            f"unknown interval method '{method}'",
+            hint="Methods: " + ", ".join(INTERVAL_METHODS) + ".",
+            parameters=["interval"],
+        )
+
+
+def mean_interval(
+    values: npt.ArrayLike,
+    *,
+    clusters: npt.ArrayLike | None = None,
+    method: str = "auto",
+    confidence_level: float = 0.95,
+    n_resamples: int = 10_000,
+    rng: int | np.random.Generator | None = None,
+) -> Interval:
+    """Interval for the mean of `values` (whole clusters as the independent units)."""
+    _check_method(method)
+    x = np.asarray(values, dtype=np.float64)
+    if x.ndim != 1 or not np.all(np.isfinite(x)):
+        raise InputError("values must be a one-dimensional array of finite numbers")
+    codes = _codes(x, clusters)
+    g = int(codes.max()) + 1 if codes.size else 0
+    if g < 2:
+        raise NoInterval(f"{_units(g)}: an interval needs at least 2")
+    binary = is_binary(x)
+    if method == "auto":
+        method = "score" if binary else "t"
+    if method == "score":
+        if not binary:
+            raise InputError(
+                "the score interval is for 0/1 outcomes; these values are not all 0 or 1",
+                hint="Use --interval t (or auto).",
+                parameters=["interval"],
+            )
+        return _wilson(x, codes, g, confidence_level)
+    if method == "t":
+        return _t_interval(x, codes, confidence_level, what="values")
+    return _bootstrap(x, codes, g, method, confidence_level, n_resamples, rng)
+
+
+def paired_interval(
+    control: npt.ArrayLike,
+    treatment: npt.ArrayLike,
+    *,
+    clusters: npt.ArrayLike | None = None,
+    method: str = "auto",
+    confidence_level: float = 0.95,
+    n_resamples: int = 10_000,
+    rng: int | np.random.Generator | None = None,
+) -> Interval:
+    """Interval for mean(treatment − control) over pairs (clusters of pairs as units)."""
+    _check_method(method)
+    c = np.asarray(control, dtype=np.float64)
+    t = np.asarray(treatment, dtype=np.float64)
+    if c.shape != t.shape or c.ndim != 1:
+        raise InputError(f"control and treatment differ in shape: {c.shape} vs {t.shape}")
+    d = t - c
+    if not np.all(np.isfinite(d)):
+        raise InputError("paired values must be finite")
+    codes = _codes(d, clusters)
+    g = int(codes.max()) + 1 if codes.size else 0
+    if g < 2:
+        raise NoInterval(f"{_units(g)}: an interval needs at least 2")
+    binary = is_binary(c, t)
+    if method == "auto":
+        method = "score" if binary else "t"
+    if method == "score":
+        if not binary:
+            raise InputError(
+                "the score interval is for paired 0/1 outcomes; these values are not all 0 or 1",
+                hint="Use --interval t (or auto).",
+                parameters=["interval"],
+            )
+        return _newcombe(c, t, codes, g, confidence_level)
+    if method == "t":
+        return _t_interval(d, codes, confidence_level, what="paired differences")
+    return _bootstrap(d, codes, g, method, confidence_level, n_resamples, rng)
+
+
+def _units(g: int) -> str:
+    return f"{g} independent unit" + ("" if g == 1 else "s")
+
+
+def _wilson(
+    x: FloatArray, codes: npt.NDArray[np.intp], g: int, confidence_level: float
+) -> Interval:
+    p = float(x.mean())
+    n_eff = _effective_n(x, codes, p * (1 - p) / x.size)
+    z = z_from_confidence(confidence_level)
+    low, high = wilson_bounds(p * n_eff, n_eff, z, 1 - confidence_level)
+    return Interval(
+        p, low, high, "score", "wilson", confidence_level, (high - low) / (2 * z), None, g,
+        int(x.size), n_eff,
+    )  # fmt: skip
+
+
+def _newcombe(
+    c: FloatArray, t: FloatArray, codes: npt.NDArray[np.intp], g: int, confidence_level: float
+) -> Interval:
+    """Newcombe (1998) method 10: Wilson intervals of both margins, combined with the phi
+    correlation of the paired 2×2 table; counts scaled to n_eff for clusters."""
+    n = float(c.size)
+    d = t - c
+    n_eff = _effective_n(d, codes, float(np.var(d)) / n)
+    scale = n_eff / n
+    both = float(np.sum((c == 1) & (t == 1))) * scale
+    t_only = float(np.sum((c == 0) & (t == 1))) * scale
+    c_only = float(np.sum((c == 1) & (t == 0))) * scale
+    neither = n_eff - both - t_only - c_only
+    z = z_from_confidence(confidence_level)
+    alpha = 1 - confidence_level
+    p1, p2 = (both + t_only) / n_eff, (both + c_only) / n_eff
+    l1, u1 = wilson_bounds(both + t_only, n_eff, z, alpha)
+    l2, u2 = wilson_bounds(both + c_only, n_eff, z, alpha)
+    margins = (both + t_only) * (c_only + neither) * (both + c_only) * (t_only + neither)
+    phi = (both * neither - t_only * c_only) / math.sqrt(margins) if margins > 0 else 0.0
+    delta = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
+    eps = math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
+    estimate = float(d.mean())
+    low, high = max(-1.0, estimate - delta), min(1.0, estimate + eps)
+    return Interval(
+        estimate, low, high, "score", "newcombe", confidence_level, (high - low) / (2 * z),
+        None, g, int(c.size), n_eff,
+    )  # fmt: skip
+
+
+def _t_interval(
+    x: FloatArray, codes: npt.NDArray[np.intp], confidence_level: float, *, what: str
+) -> Interval:
+    variance, g = _clustered_variance(x, codes)
+    estimate = float(x.mean())
+    if variance <= 0:
+        raise NoInterval(
+            f"all {x.size} {what} are equal ({estimate:+.3f}): no spread to make an interval from"
+        )
+    se = math.sqrt(variance)
+    df = float(g - 1)
+    q = t_quantile(1 - (1 - confidence_level) / 2, df)
+    return Interval(
+        estimate, estimate - q * se, estimate + q * se, "t", "t", confidence_level, se, df, g,
+        int(x.size), float(x.size),
+    )  # fmt: skip
+
+
+def _bootstrap(
+    x: FloatArray,
+    codes: npt.NDArray[np.intp],
+    g: int,
+    method: str,
+    confidence_level: float,
+    n_resamples: int,
+    rng: int | np.random.Generator | None,
+) -> Interval:
+    if g < MIN_BOOTSTRAP_UNITS:
+        raise NoInterval(
+            f"a {method} bootstrap interval needs at least {MIN_BOOTSTRAP_UNITS} independent "
+            f"units (measured undercoverage below, docs/calibration.md); there are {g}: use "
+            "--interval auto"
+        )
+    clustered = g < x.size
+    result = mean_bootstrap(
+        x,
+        clusters=codes if clustered else None,
+        n_resamples=n_resamples,
+        confidence_level=confidence_level,
+        method=method,  # type: ignore[arg-type]
+        rng=rng,
+    )
+    return Interval(
+        result.estimate, result.low, result.high, method, method, confidence_level,
+        result.standard_error, None, g, int(x.size), float(x.size), result,
+    )  # fmt: skip
