@@ -173,7 +173,7 @@ def test_cluster_group_without_groups_is_an_error_naming_the_flag(
 
 def test_the_interval_method_is_recorded_and_can_be_overridden(make_samples: MakeSamples) -> None:
     rows = [row(r, i, fact=(int(i % 5), 4), judge=3.0 + (i % 3) * (r == "t"))
-            for i in range(60) for r in ("c", "t")]  # fmt: skip
+            for i in range(200) for r in ("c", "t")]  # fmt: skip
     samples = make_samples(rows)
     auto = calipers.compare(samples, "layered", baseline="c", candidates=["t"])
     boot = calipers.compare(samples, "layered", baseline="c", candidates=["t"], interval="bca",

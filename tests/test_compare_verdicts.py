@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import optimize, stats
 from statsmodels.stats.multivariate import test_mvmean as hotelling_reference
 
 import calipers
@@ -216,7 +216,7 @@ def test_swapping_control_and_treatment_negates_every_difference(
 ) -> None:
     rng = np.random.default_rng(8)
     rows = []
-    for i in range(50):
+    for i in range(200):  # a bootstrap is offered from 200 units
         for e in range(2):
             rows.append(row("c", i, epoch=e, fact=(int(rng.integers(0, 5)), 4), judge=3.0))
             rows.append(row("t", i, epoch=e, fact=(int(rng.integers(1, 5)), 4), judge=4.0))
@@ -273,9 +273,12 @@ def test_mde_and_hotelling_against_independent_references(make_samples: MakeSamp
     pair = result.pairs[0].comparison
     d = np.array(diffs)
     composite_diff = d.mean(axis=1) / 1  # mean of the two layers' differences
-    # (t₀.₉₇₅ + t₀.₈ on 44 df) · sd/√n: the t interval's own reference distribution.
+    # ncp · sd/√n, ncp where a two-sided t test on 44 df rejects with 80% power (scipy's nct).
     se = composite_diff.std(ddof=1) / np.sqrt(45)
-    assert pair.mde == pytest.approx((stats.t.ppf(0.975, 44) + stats.t.ppf(0.8, 44)) * se)
+    crit = stats.t.ppf(0.975, 44)
+    ncp = optimize.brentq(lambda nc: stats.nct.sf(crit, 44, nc) - 0.8, 0.1, 10)
+    allowance = np.sqrt(44 / stats.chi2.ppf(0.4, 44))  # the SE's 60% upper bound (Browne 1995)
+    assert pair.mde == pytest.approx(ncp * se * allowance, rel=1e-6)
     ref = hotelling_reference(d, np.zeros(2))
     assert pair.hotelling is not None
     assert pair.hotelling.f == pytest.approx(ref.statistic)
@@ -284,9 +287,9 @@ def test_mde_and_hotelling_against_independent_references(make_samples: MakeSamp
 
 def test_monte_carlo_note_when_a_bound_is_at_zero(make_samples: MakeSamples) -> None:
     rows = []
-    for i in range(60):
+    for i in range(200):
         rows.append(row("c", i, judge=3.0))
-        rows.append(row("t", i, judge=4.0 if i < 3 else 3.0))  # 3 of 60 up: low bound ≈ 0
+        rows.append(row("t", i, judge=4.0 if i < 3 else 3.0))  # 3 of 200 up: low bound ≈ 0
     result = calipers.compare(
         make_samples(rows), "layered", baseline="c", candidates=["t"], n_resamples=500,
         interval="percentile",

@@ -190,7 +190,7 @@ def test_metric_scheme_is_the_mean_with_a_cluster_robust_t_interval(
     assert run.missing == 1
     boot = get_scheme("metric").score(make_samples(rows), metric="f1", seed=5, interval="bca")
     assert boot.runs["m"].composite.interval is None  # 25 units: a bootstrap is refused
-    assert "at least 50 independent units" in (boot.runs["m"].composite.refusal or "")
+    assert "at least 200 independent units" in (boot.runs["m"].composite.refusal or "")
 
 
 def test_metric_needs_a_name_that_exists(make_samples: MakeSamples) -> None:

@@ -88,13 +88,13 @@ def test_pooled_scores_and_failures(make_samples: MakeSamples) -> None:
 
 
 def test_the_case_interval_is_the_cluster_robust_t_over_cases(make_samples: MakeSamples) -> None:
-    decisions = [10, 20, 30, 40]
+    decisions = [10, 20, 30, 40, 50, 60]  # a t interval needs 6 units
     data = []
     for i, base in enumerate(decisions):
         data += rows(f"c{i}", base, {"reorder-01": base + i, "pad_length-01": base})
     run = get_scheme("robustness").score(make_samples(data)).runs["r"]  # type: ignore[attr-defined]
     d = np.array([c.distances(("reorder", "pad_length")) for c in run.cases])
-    assert d.shape == (4, 2) and np.ptp(d.mean(axis=1)) > 0  # distances: tested above
+    assert d.shape == (6, 2) and np.ptp(d.mean(axis=1)) > 0  # distances: tested above
     interval = run.intervals["invariance"]
     assert interval is not None and not isinstance(interval, str) and interval.formula == "t"
     # Equal-sized cases: the interval is the t interval of the case means, mirrored, in [0, 1].

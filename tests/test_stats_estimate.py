@@ -12,6 +12,7 @@ from scipy.stats import _resampling
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
 from calipers.errors import InputError
+from calipers.stats import mean_bootstrap
 from calipers.stats.estimate import (
     NoInterval,
     mean_interval,
@@ -32,7 +33,7 @@ def test_ten_of_ten_correct_has_wilsons_lower_bound() -> None:
     assert interval.low > 0.69  # not collapsed to [1, 1]
 
 
-@pytest.mark.parametrize(("x", "n"), [(4, 10), (7, 20), (30, 50), (17, 200), (150, 200)])
+@pytest.mark.parametrize(("x", "n"), [(5, 10), (7, 20), (30, 50), (17, 200), (150, 200)])
 def test_wilson_away_from_the_edges_is_statsmodels_wilson(x: int, n: int) -> None:
     values = np.r_[np.ones(x), np.zeros(n - x)]
     interval = mean_interval(values)
@@ -40,7 +41,7 @@ def test_wilson_away_from_the_edges_is_statsmodels_wilson(x: int, n: int) -> Non
     assert (interval.low, interval.high) == pytest.approx(ref)
 
 
-@pytest.mark.parametrize("x", [1, 2, 3])
+@pytest.mark.parametrize("x", [1, 2, 3, 4])
 def test_near_zero_the_lower_bound_is_the_one_sided_poisson_bound(x: int) -> None:
     n = 30
     low, _ = wilson_bounds(x, n, Z, 0.05)
@@ -129,15 +130,19 @@ def test_newcombe_coverage_by_exact_enumeration_with_rare_discordance() -> None:
 
 
 def test_no_interval_without_spread_or_units() -> None:
-    with pytest.raises(NoInterval, match="all 3 paired differences are equal"):
-        paired_interval([1.0, 2.0, 3.0], [2.0, 3.0, 4.0])
+    with pytest.raises(NoInterval, match="all 8 paired differences are equal"):
+        paired_interval(np.arange(8.0), np.arange(8.0) + 1)
+    with pytest.raises(NoInterval, match="3 independent units: a t interval needs at least 6"):
+        paired_interval([1.0, 2.0, 3.0], [2.0, 3.5, 4.0])
     with pytest.raises(NoInterval, match="1 independent unit"):
         mean_interval([0.2, 0.4], clusters=[7, 7])
 
 
 def test_a_bootstrap_needs_fifty_units_and_score_needs_zero_one() -> None:
-    with pytest.raises(NoInterval, match="at least 50 independent units"):
+    with pytest.raises(NoInterval, match="at least 200 independent units"):
         mean_interval(np.arange(20.0), method="percentile")
+    with pytest.raises(NoInterval, match="0/1 outcomes undercovers"):
+        mean_interval(np.r_[np.ones(300), np.zeros(300)], method="bca")
     with pytest.raises(InputError, match="0/1 outcomes"):
         mean_interval([0.5, 1.0, 0.0], method="score")
     with pytest.raises(InputError, match="unknown interval method"):
@@ -151,8 +156,10 @@ def test_design_effect_widens_the_score_interval_for_clustered_outcomes() -> Non
     clusters = np.repeat(np.arange(20), 3)
     clustered = mean_interval(x, clusters=clusters)
     naive = mean_interval(x)
-    assert clustered.n_effective == pytest.approx(20.0)
-    ref = proportion_confint(12, 20, alpha=0.05, method="wilson")
+    # 20 independent units, and Korn & Graubard's allowance for a variance from 20 clusters.
+    n_eff = 20 * (stats.norm.ppf(0.975) / stats.t.ppf(0.975, 19)) ** 2
+    assert clustered.n_effective == pytest.approx(n_eff)
+    ref = proportion_confint(0.6 * n_eff, n_eff, alpha=0.05, method="wilson")
     assert (clustered.low, clustered.high) == pytest.approx(ref)
     assert naive.high - naive.low < clustered.high - clustered.low
 
@@ -172,9 +179,7 @@ def test_bca_levels_are_scipys_on_the_same_resamples(kind: str) -> None:
         x = (rng.random(n) < 0.7).astype(float)
     else:
         x = rng.integers(1, 6, n).astype(float)
-    interval = mean_interval(x, method="bca", n_resamples=4000, rng=9)
-    boot = interval.bootstrap
-    assert boot is not None
+    boot = mean_bootstrap(x, method="bca", n_resamples=4000, rng=9)
     # Discrete data: many resamples tie with the estimate, which is where z0 used to differ.
     assert np.any(boot.distribution == x.mean())
     alpha_1, alpha_2, _ = _resampling._bca_interval(
@@ -183,3 +188,21 @@ def test_bca_levels_are_scipys_on_the_same_resamples(kind: str) -> None:
     )  # fmt: skip
     levels = (float(np.squeeze(alpha_1)), float(np.squeeze(alpha_2)))
     assert boot.levels == pytest.approx(levels, abs=1e-12)
+
+
+def test_sign_test_detectable_difference_has_the_power_it_claims() -> None:
+    # Monte Carlo of the model it assumes: each unit moves with probability ψ₀ + δ, up with
+    # probability ½ + δ/(2ψ); the exact sign test must reject 80% of the time at the reported δ.
+    from calipers.stats.power import sign_test_detectable
+
+    rng = np.random.default_rng(6)
+    for units, share in ((20, 0.3), (60, 0.1), (200, 0.05)):
+        delta = sign_test_detectable(units, share, 1.0, alpha=0.05)
+        assert delta is not None and 0 < delta < 1
+        psi = min(1.0, share + delta)
+        moved = rng.binomial(units, psi, 4000)
+        up = rng.binomial(moved, 0.5 + delta / (2 * psi))
+        rejected = [stats.binomtest(int(u), int(m)).pvalue <= 0.05 if m else False
+                    for u, m in zip(up, moved, strict=True)]  # fmt: skip
+        assert np.mean(rejected) == pytest.approx(0.8, abs=0.025)
+    assert sign_test_detectable(5, 0.5, 1.0, alpha=0.05) == float("inf")  # 5 units: p ≥ 0.0625

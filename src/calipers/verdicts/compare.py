@@ -4,6 +4,7 @@ sample and decided by the gates policy, and the roll-up over pairs. Schemes whos
 
 from __future__ import annotations
 
+import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -56,7 +57,7 @@ class PairResult:
             "confidence_level": c.confidence_level,
             "composite": c.composite.to_dict(),
             "layers": {n: d.to_dict() for n, d in c.components.items()},
-            "mde": c.mde,
+            "mde": None if c.mde is None or math.isinf(c.mde) else c.mde,
             "hotelling": c.hotelling.to_dict() if c.hotelling else None,
             "badges": self.badges,
             "tasks": c.tasks,

@@ -142,6 +142,12 @@ def decide(
                     f"only bounds the difference below {bound:.3f} — above the smallest effect "
                     f"worth detecting ({limits.min_effect:.3g})",
                 )
+        if pair.mde is not None and math.isinf(pair.mde):
+            return Decision(
+                Verdict.UNDERPOWERED,
+                f"{ci} {flat}, and with {pair.n_pairs} paired units no difference on this scale "
+                "is detectable with 80% power by the exact test the verdict needs",
+            )
         if pair.mde is not None and pair.mde > limits.min_effect:
             return Decision(
                 Verdict.UNDERPOWERED,

@@ -6,6 +6,7 @@ each layer gate; the minimum detectable effect; Hotelling's T² on the component
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
@@ -22,9 +23,11 @@ from calipers.stats.estimate import (
     cluster_means,
     mean_interval,
     paired_interval,
+    sd_allowance,
     sign_test,
 )
 from calipers.stats.multivariate import HotellingResult, hotelling_t2
+from calipers.stats.power import sign_test_detectable
 from calipers.verdicts.persample import FloatArray, RunArrays, StagedScores, cluster_labels
 
 IntArray = npt.NDArray[np.int64]
@@ -222,7 +225,7 @@ def compare_pair(
     notes: list[str] = []
     hotelling = _hotelling(c_vals, t_vals, units, comps, notes) if staged.gated else None
     tasks = _task_table(c_run.task_code[ic], staged.tasks, composite_c, composite_t)
-    mde = composite.interval.detectable_effect() if composite.interval else None
+    mde = detectable_difference(composite, composite_c, composite_t, units, alpha)
     return PairedComparison(
         control=control,
         treatment=treatment,
@@ -284,6 +287,50 @@ def paired_difference(
     )  # fmt: skip
 
 
+def detectable_difference(
+    d: Difference, c: FloatArray, t: FloatArray, units: IntArray, alpha: float
+) -> float | None:
+    """The MDE at 80% power: from the interval's standard error (noncentral t on its df); for
+    paired 0/1 outcomes also from the exact McNemar test the verdict requires, whichever is
+    larger — a handful of discordant pairs, not the standard error, limits what is detectable.
+    inf when no difference is detectable; None without an interval."""
+    if d.interval is None:
+        return None
+    mde = d.interval.detectable_effect()
+    if d.interval.formula != "newcombe":
+        return mde
+    both = np.isfinite(c) & np.isfinite(t)
+    mde = _binary_detectable(t[both] - c[both], d.interval)
+    if d.interval.n_units < d.interval.n_observations:
+        return mde  # with clusters the score interval alone decides (Korn–Graubard df)
+    unit_d = cluster_means(t[both] - c[both], dense_codes(units[both]))
+    moved = unit_d[unit_d != 0]
+    step = float(np.mean(np.abs(moved))) if moved.size else 1.0
+    exact = sign_test_detectable(unit_d.size, moved.size / unit_d.size, step, alpha=alpha)
+    return mde if exact is None else max(mde, exact)
+
+
+def _binary_detectable(diff: FloatArray, interval: Interval, power: float = 0.8) -> float:
+    """δ = z₁₋α/₂·SE₀ + z_power·SE₁(δ): the null standard error from the interval, and under the
+    alternative the variance of a paired 0/1 difference with the discordance it needs — an effect
+    δ adds up to |δ| discordant pairs (ψ₁ = ψ₀ + δ), so its variance is ψ₁ − δ², not the null's."""
+    psi0 = float(np.mean(diff != 0))
+    z_crit = interval.critical_value()
+    z_pow = NormalDist().inv_cdf(power)
+    se0 = interval.standard_error
+    if interval.n_units < interval.n_observations:  # a clustered SE rests on G − 1 df
+        se0 *= sd_allowance(interval.n_units - 1)
+    delta = (z_crit + z_pow) * se0
+    for _ in range(60):
+        psi1 = min(1.0, psi0 + delta)
+        se1 = max(se0, math.sqrt(max(psi1 - delta * delta, 0.0) / interval.n_effective))
+        nxt = min(1.0, z_crit * se0 + z_pow * se1)
+        if abs(nxt - delta) < 1e-12:
+            break
+        delta = nxt
+    return delta
+
+
 def interval_p_value(interval: Interval) -> float:
     """Two-sided p-value of 0 by the interval's own reference distribution."""
     if interval.bootstrap is not None:
@@ -301,15 +348,16 @@ def interval_p_value(interval: Interval) -> float:
 
 
 def _significant(d: Difference, alpha: float) -> bool:
-    """The interval excludes 0 — and, for paired 0/1 outcomes, the exact McNemar test agrees: a
-    score interval on a handful of discordant pairs is an approximation the exact test checks.
+    """The interval excludes 0 — and, for paired 0/1 outcomes one per unit, the exact McNemar test
+    agrees: a score interval on a handful of discordant pairs is an approximation the exact test
+    checks (with clusters, Korn–Graubard's df allowance in the score interval does that work).
     Differences without spread (every unit moved by the same amount) have no interval: the exact
     sign test alone decides (3 pairs all +1: p = 0.25, not significant; 40: p ≈ 2e-12)."""
     if d.interval is None:
         return d.constant and d.exact_p is not None and d.exact_p <= alpha
     if d.interval.contains(0.0):
         return False
-    if d.interval.formula == "newcombe":
+    if d.interval.formula == "newcombe" and d.interval.n_units == d.interval.n_observations:
         return d.exact_p is not None and d.exact_p <= alpha
     return True
 

@@ -1,0 +1,296 @@
+"""The generative models of the simulated experiments, and the truth each one implies.
+
+An item has standard-normal latents z (one per dimension); a system maps them to the item's
+outcome law, and a treatment adds `shift` to every latent (both arms of a pair see the same items,
+so they are paired; each arm draws its own noise). With groups, z = √0.3·g + √0.7·u with g shared
+by the items of a group: the intra-group correlation is 0.3 on the latent scale and the marginal
+law, hence the truth, is unchanged.
+
+The estimand is the mean over the item population (Miller 2024), E[h(Z + shift)] with Z ~ N(0, 1)
+and h(z) an item's expected outcome per draw, integrated on a fine grid: the trapezoid rule over
+±10 sd with step 0.005, exact to ~1e-12 for these smooth integrands (tests/test_calibration.py
+checks every truth against a 10⁶-item Monte Carlo of the same model).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+import numpy.typing as npt
+from scipy import special
+
+from calipers.schemes.layered.scoring import weighted_mean
+
+FloatArray = npt.NDArray[np.float64]
+Combine = Callable[[Mapping[str, FloatArray]], FloatArray]
+
+_Z = np.linspace(-10.0, 10.0, 4001)
+_W = np.exp(-0.5 * _Z**2) / np.sqrt(2.0 * np.pi) * (_Z[1] - _Z[0])
+LAYER_WEIGHTS = {"fact": 1.0, "behavior": 1.0, "judge": 1.0}
+
+
+def population_mean(h: Callable[[FloatArray], FloatArray], shift: float = 0.0) -> float:
+    """E[h(Z + shift)], Z ~ N(0, 1)."""
+    return float(np.sum(h(_Z + shift) * _W))
+
+
+def bisect(f: Callable[[float], float], target: float, lo: float, hi: float) -> float:
+    """x in [lo, hi] with f(x) = target, for f increasing (to 1e-12 of the bracket)."""
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if f(mid) < target:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12:
+            break
+    return 0.5 * (lo + hi)
+
+
+class Latent(ABC):
+    """How one latent dimension becomes outcomes: an item's expected value, and draws."""
+
+    @abstractmethod
+    def expected(self, z: FloatArray) -> FloatArray:
+        """An item's expected outcome per draw, given its latent."""
+
+    @abstractmethod
+    def draw(self, z: FloatArray, epochs: int, rng: np.random.Generator) -> FloatArray:
+        """Outcomes, items × epochs."""
+
+    def mean(self, shift: float = 0.0) -> float:
+        return population_mean(self.expected, shift)
+
+
+@dataclass(frozen=True)
+class Logit(Latent):
+    """Pass/fail: p = expit(loc + scale·z); `trials` Bernoulli(p) per draw, the passed fraction."""
+
+    loc: float
+    scale: float = 1.0
+    trials: int = 1
+
+    def expected(self, z: FloatArray) -> FloatArray:
+        return np.asarray(special.expit(self.loc + self.scale * z), dtype=np.float64)
+
+    def draw(self, z: FloatArray, epochs: int, rng: np.random.Generator) -> FloatArray:
+        p = self.expected(z)[:, None]
+        passed = rng.binomial(self.trials, np.broadcast_to(p, (z.size, epochs)))
+        return np.asarray(passed, dtype=np.float64) / self.trials
+
+
+@dataclass(frozen=True)
+class Judge(Latent):
+    """A 1–5 judge: q = loc + scale·z, a score clip(round(q + N(0, noise)), 1, 5) per draw."""
+
+    loc: float = 3.6
+    scale: float = 0.8
+    noise: float = 0.5
+
+    def expected(self, z: FloatArray) -> FloatArray:
+        # clip(round(x), 1, 5) = 1 + Σ_{k=1..4} [x ≥ k + ½]
+        q = self.loc + self.scale * z
+        steps = sum(special.ndtr((q - k - 0.5) / self.noise) for k in range(1, 5))
+        return np.asarray(1.0 + steps, dtype=np.float64)
+
+    def draw(self, z: FloatArray, epochs: int, rng: np.random.Generator) -> FloatArray:
+        q = (self.loc + self.scale * z)[:, None]
+        x = q + self.noise * rng.standard_normal((z.size, epochs))
+        return np.asarray(np.clip(np.round(x), 1.0, 5.0), dtype=np.float64)
+
+
+def _pdf(x: FloatArray) -> FloatArray:
+    return np.asarray(np.exp(-0.5 * x * x) / np.sqrt(2.0 * np.pi), dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class BetaClip(Latent):
+    """A skewed [0, 1] metric: item mean m = Beta(a, b) quantile of Φ(z) (a Gaussian copula), a
+    draw clip(m + N(0, noise), 0, 1)."""
+
+    a: float = 2.0
+    b: float = 5.0
+    noise: float = 0.1
+
+    def item_mean(self, z: FloatArray) -> FloatArray:
+        return np.asarray(special.betaincinv(self.a, self.b, special.ndtr(z)), dtype=np.float64)
+
+    def expected(self, z: FloatArray) -> FloatArray:
+        # E[clip(Y, 0, 1)], Y ~ N(m, s): P(Y > 1) + m·P(0 < Y < 1) + s·(φ(α) − φ(β))
+        m, s = self.item_mean(z), self.noise
+        alpha, beta = -m / s, (1.0 - m) / s
+        inside = special.ndtr(beta) - special.ndtr(alpha)
+        return np.asarray(
+            1.0 - special.ndtr(beta) + m * inside + s * (_pdf(alpha) - _pdf(beta)), dtype=np.float64
+        )
+
+    def draw(self, z: FloatArray, epochs: int, rng: np.random.Generator) -> FloatArray:
+        m = self.item_mean(z)[:, None]
+        return np.asarray(
+            np.clip(m + self.noise * rng.standard_normal((z.size, epochs)), 0.0, 1.0),
+            dtype=np.float64,
+        )
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm's rows (items × epochs, item-major): values per component, and per judge."""
+
+    values: dict[str, FloatArray]
+    judges: dict[str, FloatArray]
+
+
+def _value(values: Mapping[str, FloatArray]) -> FloatArray:
+    return values["value"]
+
+
+def _layered(values: Mapping[str, FloatArray]) -> FloatArray:
+    return weighted_mean(values, LAYER_WEIGHTS)
+
+
+class Model(ABC):
+    """A system: what the engine scores per row, and the truth of an arm and of a difference."""
+
+    components: tuple[str, ...]
+    gated: bool
+    dims: int  # latent dimensions per item
+    description: str
+
+    @abstractmethod
+    def draw(
+        self, z: FloatArray, shift: float, epochs: int, rng: np.random.Generator, failed: int
+    ) -> Arm:
+        """Rows of one arm; `failed` rows (at random) lose their judges (layered only)."""
+
+    @abstractmethod
+    def arm_truth(self, shift: float, failure: float = 0.0) -> float:
+        """The population mean of the arm's composite, with a fraction `failure` of rows whose
+        judges failed."""
+
+    def diff_truth(self, shift: float, failure: float = 0.0) -> float:
+        """The like-with-like difference treatment − control (same layers in both arms)."""
+        return self.arm_truth(shift) - self.arm_truth(0.0)
+
+    @property
+    def combine(self) -> Combine:
+        return _value
+
+
+@dataclass(frozen=True)
+class Metric(Model):
+    """One per-sample value (pass/fail, a 1–5 judge score, a [0, 1] metric)."""
+
+    latent: Latent
+    description: str = ""
+    components: tuple[str, ...] = ("value",)
+    gated: bool = False
+    dims: int = 1
+
+    def draw(
+        self, z: FloatArray, shift: float, epochs: int, rng: np.random.Generator, failed: int
+    ) -> Arm:
+        return Arm({"value": self.latent.draw(z[0] + shift, epochs, rng).ravel()}, {})
+
+    def arm_truth(self, shift: float, failure: float = 0.0) -> float:
+        return self.latent.mean(shift)
+
+
+@dataclass(frozen=True)
+class Layered(Model):
+    """Per draw: 4 fact and 3 behavior assertions, two judges; layers 1 + 4·passed/total and the
+    mean of the judges present; the composite is the mean of the layers present."""
+
+    fact: Logit
+    behavior: Logit
+    judge: Judge
+    description: str = ""
+    components: tuple[str, ...] = ("fact", "behavior", "judge")
+    gated: bool = True
+    dims: int = 3
+
+    def draw(
+        self, z: FloatArray, shift: float, epochs: int, rng: np.random.Generator, failed: int
+    ) -> Arm:
+        fact = 1.0 + 4.0 * self.fact.draw(z[0] + shift, epochs, rng).ravel()
+        behavior = 1.0 + 4.0 * self.behavior.draw(z[1] + shift, epochs, rng).ravel()
+        j1 = self.judge.draw(z[2] + shift, epochs, rng).ravel()
+        j2 = self.judge.draw(z[2] + shift, epochs, rng).ravel()
+        if failed:
+            rows = rng.choice(j1.size, size=failed, replace=False)
+            j1[rows] = np.nan
+            j2[rows] = np.nan
+        judge = np.where(np.isfinite(j1), 0.5 * (j1 + j2), np.nan)
+        return Arm({"fact": fact, "behavior": behavior, "judge": judge}, {"j1": j1, "j2": j2})
+
+    def layer_means(self, shift: float) -> tuple[float, float, float]:
+        return (
+            1.0 + 4.0 * self.fact.mean(shift),
+            1.0 + 4.0 * self.behavior.mean(shift),
+            self.judge.mean(shift),
+        )
+
+    def arm_truth(self, shift: float, failure: float = 0.0) -> float:
+        f, b, j = self.layer_means(shift)
+        return (1.0 - failure) * (f + b + j) / 3.0 + failure * (f + b) / 2.0
+
+    def diff_truth(self, shift: float, failure: float = 0.0) -> float:
+        (f1, b1, j1), (f0, b0, j0) = self.layer_means(shift), self.layer_means(0.0)
+        three = (f1 + b1 + j1 - f0 - b0 - j0) / 3.0
+        return (1.0 - failure) * three + failure * (f1 + b1 - f0 - b0) / 2.0
+
+    @property
+    def combine(self) -> Combine:
+        return _layered
+
+
+def logit_for_mean(mean: float, scale: float) -> float:
+    """The location whose logit-normal(loc, scale) population mean is `mean`."""
+    return bisect(lambda loc: Logit(loc, scale).mean(), mean, -30.0, 30.0)
+
+
+GATE = 3.5
+FACT_P, BEHAVIOR_P = 0.85, 0.92
+LAYER_JUDGE = Judge(loc=4.0, scale=0.7, noise=0.5)
+RARE_MEAN, RARE_TREATED, RARE_SCALE = 0.95, 0.97, 2.5
+
+
+@cache
+def model(name: str) -> Model:
+    """The models of the grid by name (see docs/calibration.md for their parameters)."""
+    if name.startswith("binary-p"):
+        p = float(name.removeprefix("binary-p"))
+        return Metric(Logit(float(special.logit(p))), f"pass/fail, item logit ~ N(logit {p}, 1)")
+    if name == "judge":
+        return Metric(Judge(), "1–5 judge, q ~ N(3.6, 0.8), score round(q + N(0, 0.5))")
+    if name == "continuous":
+        return Metric(BetaClip(), "[0, 1] metric, item mean ~ Beta(2, 5), + N(0, 0.1) clipped")
+    if name == "rare":
+        loc = logit_for_mean(RARE_MEAN, RARE_SCALE)
+        return Metric(
+            Logit(loc, RARE_SCALE), f"pass/fail {RARE_MEAN} vs {RARE_TREATED}, shared latent"
+        )
+    fact = Logit(float(special.logit(FACT_P)), 1.0, trials=4)
+    behavior = Logit(float(special.logit(BEHAVIOR_P)), 1.0, trials=3)
+    if name in ("layered", "layered-judgefail"):
+        return Layered(fact, behavior, LAYER_JUDGE, "layered: 4 fact, 3 behavior, 2 judges")
+    if name == "layered-gate":
+        # behavior mean 1 + 4·E[p] exactly at the gate
+        loc = logit_for_mean((GATE - 1.0) / 4.0, 1.0)
+        return Layered(fact, Logit(loc, 1.0, trials=3), LAYER_JUDGE, "layered, behavior at 3.5")
+    raise KeyError(f"no calibration model '{name}'")
+
+
+def shift_for(m: Model, diff: float, failure: float = 0.0, top: float = 8.0) -> float | None:
+    """The latent shift whose true difference is `diff` (negative: a shift down); None when even
+    a shift of ±`top` sd falls short."""
+    if diff >= 0:
+        if m.diff_truth(top, failure) < diff:
+            return None
+        return bisect(lambda s: m.diff_truth(s, failure), diff, 0.0, top)
+    if m.diff_truth(-top, failure) > diff:
+        return None
+    return bisect(lambda s: m.diff_truth(s, failure), diff, -top, 0.0)
