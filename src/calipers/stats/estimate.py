@@ -254,24 +254,36 @@ def mean_interval(
     x = np.asarray(values, dtype=np.float64)
     if x.ndim != 1 or not np.all(np.isfinite(x)):
         raise InputError("values must be a one-dimensional array of finite numbers")
-    codes = _codes(x, clusters)
-    g = int(codes.max()) + 1 if codes.size else 0
-    if g < 2:
-        raise NoInterval(f"{_units(g)}: an interval needs at least 2")
+    codes, g = _units_of(x, clusters)
     binary = is_binary(x)
-    if method == "auto":
-        method = "score" if binary else "t"
+    method = _resolve(method, binary, "0/1 outcomes")
     if method == "score":
-        if not binary:
-            raise InputError(
-                "the score interval is for 0/1 outcomes; these values are not all 0 or 1",
-                hint="Use --interval t (or auto).",
-                parameters=["interval"],
-            )
         return _wilson(x, codes, g, confidence_level)
     if method == "t":
         return _t_interval(x, codes, confidence_level, what="values")
     return _bootstrap(x, codes, g, method, confidence_level, n_resamples, rng, binary=binary)
+
+
+def _units_of(x: FloatArray, clusters: npt.ArrayLike | None) -> tuple[npt.NDArray[np.intp], int]:
+    """Cluster codes and their number G; NoInterval below 2 units."""
+    codes = _codes(x, clusters)
+    g = int(codes.max()) + 1 if codes.size else 0
+    if g < 2:
+        raise NoInterval(f"{_units(g)}: an interval needs at least 2")
+    return codes, g
+
+
+def _resolve(method: str, binary: bool, what: str) -> str:
+    """`auto` → score for 0/1 data, t otherwise; score asked for on other data is an error."""
+    if method == "auto":
+        return "score" if binary else "t"
+    if method == "score" and not binary:
+        raise InputError(
+            f"the score interval is for {what}; these values are not all 0 or 1",
+            hint="Use --interval t (or auto).",
+            parameters=["interval"],
+        )
+    return method
 
 
 def paired_interval(
@@ -293,20 +305,10 @@ def paired_interval(
     d = t - c
     if not np.all(np.isfinite(d)):
         raise InputError("paired values must be finite")
-    codes = _codes(d, clusters)
-    g = int(codes.max()) + 1 if codes.size else 0
-    if g < 2:
-        raise NoInterval(f"{_units(g)}: an interval needs at least 2")
+    codes, g = _units_of(d, clusters)
     binary = is_binary(c, t)
-    if method == "auto":
-        method = "score" if binary else "t"
+    method = _resolve(method, binary, "paired 0/1 outcomes")
     if method == "score":
-        if not binary:
-            raise InputError(
-                "the score interval is for paired 0/1 outcomes; these values are not all 0 or 1",
-                hint="Use --interval t (or auto).",
-                parameters=["interval"],
-            )
         return _newcombe(c, t, codes, g, confidence_level)
     if method == "t":
         return _t_interval(d, codes, confidence_level, what="paired differences")
