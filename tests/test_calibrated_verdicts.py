@@ -5,6 +5,7 @@ bounds, a layer mean at the gate, grouped items, trivial drops, and what the rep
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -67,9 +68,13 @@ def test_ten_of_ten_correct_reports_wilsons_lower_bound(make_samples: MakeSample
     rows = [{"run": "m", "task": "t", "sample_id": f"s{i}", "correct": True} for i in range(10)]
     run = calipers.score(make_samples(rows), "metric", metric="correct").runs["m"]  # type: ignore[attr-defined]
     interval = run.composite.interval
-    assert interval is not None and interval.formula == "wilson"
-    low, _ = proportion_confint(10, 10, alpha=0.05, method="wilson")
+    assert interval is not None and interval.formula == "wilson-cc"
+    # Newcombe (1998) method 4 at x = n: L = (2n + z² − 1 − z·√(z² + 2 − 1/n)) / (2(n + z²)).
+    n, z = 10, 1.959963984540054
+    low = (2 * n + z * z - 1 - z * math.sqrt(z * z + 2 - 1 / n)) / (2 * (n + z * z))
     assert interval.low == pytest.approx(low) and interval.high == 1.0
+    plain, _ = proportion_confint(10, 10, alpha=0.05, method="wilson")
+    assert interval.low < plain  # the continuity correction widens plain Wilson
 
 
 def test_a_layer_at_the_gate_does_not_regress_on_noise(make_samples: MakeSamples) -> None:

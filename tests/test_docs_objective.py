@@ -3,28 +3,23 @@ arithmetic holds."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
+import doc_examples
+
 ROOT = Path(__file__).parent.parent
 DOC = ROOT / "docs" / "objective.md"
-EXAMPLE = ROOT / "docs" / "examples" / "objective_example.py"
 
 
 def load_example():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("objective_example", EXAMPLE)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return doc_examples.load_example("objective")
 
 
 def test_doc_output_is_what_the_code_prints() -> None:
-    text = DOC.read_text()
-    block = text.split("<!-- example:begin -->\n", 1)[1].split("<!-- example:end -->", 1)[0]
+    block = doc_examples.example_block("objective")
     assert block == load_example().render()
 
 

@@ -3,25 +3,20 @@ arithmetic matches kelvin's published numbers."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
+
+import doc_examples
 
 ROOT = Path(__file__).parent.parent
 DOC = ROOT / "docs" / "robustness.md"
-EXAMPLE = ROOT / "docs" / "examples" / "robustness_example.py"
 
 
 def load_example():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("robustness_example", EXAMPLE)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return doc_examples.load_example("robustness")
 
 
 def test_doc_output_is_what_the_code_prints() -> None:
-    text = DOC.read_text()
-    block = text.split("<!-- example:begin -->\n", 1)[1].split("<!-- example:end -->", 1)[0]
+    block = doc_examples.example_block("robustness")
     assert block == load_example().render()
 
 

@@ -48,7 +48,8 @@ def test_compare_page_renders_offline_without_errors(chromium: Any, tmp_path: Pa
     report = json.loads(_json_report(data, tmp_path))
     assert verdict == report["verdict"]
     assert "Methodology" in text and f"seed {report['seed']}" in text
-    assert loaded.page.locator("svg").count() == 1  # the forest plot, inline
+    # inline: the pair's forest plot, and the per-task one (three tasks are tested by default)
+    assert loaded.page.locator("svg").count() == 2
     assert not screenshot_is_blank(loaded.page.screenshot(full_page=True))
 
 

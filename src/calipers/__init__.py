@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from calipers.version import __version__
 
 if TYPE_CHECKING:
-    from calipers.api import Samples, available_schemes, compare, load, open, score
+    from calipers.api import Samples, available_schemes, compare, load, open, plan, score
     from calipers.errors import CalipersError, DataError, GateFailed, InputError, ValidationError
 
 __all__ = [
@@ -31,9 +31,10 @@ __all__ = [
     "compare",
     "load",
     "open",
+    "plan",
     "score",
 ]
-_API = {"Samples", "available_schemes", "compare", "load", "open", "score"}
+_API = {"Samples", "available_schemes", "compare", "load", "open", "plan", "score"}
 _ERRORS = {"CalipersError", "DataError", "GateFailed", "InputError", "ValidationError"}
 
 

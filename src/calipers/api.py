@@ -23,9 +23,10 @@ from calipers.errors import InputError
 from calipers.schemes import available, get_scheme
 from calipers.schemes.base import Scheme, SchemeResult
 from calipers.verdicts.base import Comparison
+from calipers.verdicts.planning import Plan
 from calipers.workspace import DEFAULT_DB
 
-__all__ = ["Samples", "available_schemes", "compare", "load", "open", "score"]
+__all__ = ["Samples", "available_schemes", "compare", "load", "open", "plan", "score"]
 
 
 class Samples(SampleSet):
@@ -194,6 +195,74 @@ def compare(
     return get_scheme(scheme).compare(
         _samples(samples), baseline=baseline, candidates=list(candidates), **options
     )
+
+
+def plan(
+    samples: SampleSet | str | Path | Any | None = None,
+    scheme: str = "metric",
+    *,
+    effect: float | None = None,
+    margin: float | str | None = None,
+    equivalence: bool = False,
+    truth: float = 0.0,
+    power: float = 0.8,
+    alpha: float = 0.05,
+    treatments: int = 1,
+    baseline: str | None = None,
+    candidate: str | None = None,
+    correlation: float = 0.0,
+    epochs: int | None = None,
+    sd: float | None = None,
+    pass_rate: float | None = None,
+    discordance: float | None = None,
+    icc: float = 0.0,
+    cluster_size: int = 1,
+    scale: float | None = None,
+    **options: Any,
+) -> Plan:
+    """How many items (or groups) a comparison needs to detect `effect`, or to show
+    non-inferiority (`equivalence`) at `margin` when the true difference is `truth`, with
+    probability `power` at level `alpha` split over `treatments` (docs/decisions.md).
+
+    The design is measured on `samples` — the `baseline` run, and a pilot `candidate` run
+    when given — under `scheme` (metric or layered, with its options), or built from numbers:
+    `sd` of one score or `pass_rate` (with the two systems' `correlation`) or a 0/1
+    `discordance`, and `icc` within groups of `cluster_size` items."""
+    from calipers.schemes.layered import PairedScheme
+    from calipers.verdicts.margin import parse_margin
+    from calipers.verdicts.planning import Design, Goal
+    from calipers.verdicts.planning import plan as make_plan
+
+    if samples is not None:
+        if baseline is None:
+            raise InputError("give the baseline run to plan from: --baseline RUN")
+        chosen = get_scheme(scheme)
+        if not isinstance(chosen, PairedScheme):
+            raise InputError(
+                f"scheme {scheme!r} has no paired comparison to plan",
+                hint="Plan with --scheme metric --metric NAME or --scheme layered.",
+            )
+        design = chosen.plan(
+            _samples(samples),
+            baseline=baseline,
+            candidate=candidate,
+            correlation=correlation,
+            epochs=epochs,
+            **options,
+        )
+    else:
+        if options:
+            raise InputError(f"options {sorted(options)} need samples to plan from")
+        design = Design.from_numbers(
+            sd=sd, pass_rate=pass_rate, discordance=discordance, correlation=correlation,
+            icc=icc, cluster_size=cluster_size, epochs=epochs or 1, scale=scale,
+        )  # fmt: skip
+    on_scale = None if margin is None else parse_margin(margin).on_scale(design.scale)
+    goal = Goal(
+        effect=effect, margin=on_scale, equivalence=equivalence, truth=truth, power=power,
+        alpha=alpha, treatments=treatments,
+    )  # fmt: skip
+    return make_plan(design, goal)
 
 
 def load(path_or_store: str | Path | object, *, run: str | None = None) -> Any:

@@ -1,9 +1,14 @@
 """From tallies to figures, each with its Monte Carlo standard error and its target.
 
 Targets (a cell FAILS when any figure misses one):
-    coverage of every reported interval, per phase            ≥ 0.93
+    coverage of every reported interval                       ≥ 0.93
+      (a difference per phase; a run per system, pooled over the arms that are that system)
     PROGRESS + REGRESS under the null                         ≤ 0.06
     significant and positive at the median reported MDE       ≥ 0.75
+    margin cells: false "inferior" under the null, and false
+      "non-inferior" at a true drop of exactly the margin     ≤ 0.05 each
+    planner cells: the share of experiments at the planned n
+      reaching the planned decision                           = 0.8 ± 0.03
       (significant and negative at −MDE when +MDE is out of reach)
     reps the engine crashed on                                = 0
 
@@ -30,6 +35,8 @@ class Targets:
     coverage: float = 0.93
     false_verdicts: float = 0.06
     detection: float = 0.75
+    false_margin: float = 0.05  # α: a false "inferior", a false "non-inferior"
+    plan_tolerance: float = 0.03  # the planned n's power within ± this of the promise
     allowance: float = 0.0  # Monte Carlo standard errors of slack (see the module docstring)
 
 
@@ -40,7 +47,8 @@ class Figure:
     trials: int
     se: float | None
     target: float | None = None
-    direction: str = ""  # "min" (value ≥ target) or "max" (value ≤ target)
+    direction: str = ""  # "min" (value ≥ target), "max" (value ≤ target), "near" (± tolerance)
+    tolerance: float = 0.0
     missed: bool = False
     strict: bool = False  # missed with no allowance
 
@@ -48,12 +56,19 @@ class Figure:
         if self.target is None or self.value is None or self.trials == 0:
             return self
         slack = allowance * math.sqrt(self.target * (1.0 - self.target) / self.trials)
+        if self.direction == "near":
+            self.strict = abs(self.value - self.target) > self.tolerance
+            self.missed = abs(self.value - self.target) > self.tolerance + slack
+            return self
         sign = 1.0 if self.direction == "min" else -1.0
         self.strict = sign * (self.value - self.target) < 0
         self.missed = sign * (self.value - self.target) < -slack
         return self
 
     def describe(self) -> str:
+        if self.direction == "near":
+            value = "n/a" if self.value is None else f"{self.value:.3f}"
+            return f"{self.name} {value} (target {self.target} ± {self.tolerance})"
         op = "≥" if self.direction == "min" else "≤"
         value = "n/a" if self.value is None else f"{self.value:.3f}"
         return f"{self.name} {value} (target {op} {self.target})"
@@ -98,8 +113,11 @@ class CellReport:
 
 
 def _interval_figures(phase: Phase, targets: Targets) -> dict[str, Figure]:
+    """Figures of the paired difference, per phase (each phase has its own true difference)."""
     out = {}
     for name, tally in phase.intervals.items():
+        if name.startswith("run "):
+            continue
         key = f"{phase.name}: {name}"
         cover = _figure(f"coverage {key}", tally["covered"], tally["reported"], targets.coverage)
         cover.direction = "min"
@@ -109,9 +127,90 @@ def _interval_figures(phase: Phase, targets: Targets) -> dict[str, Figure]:
     return out
 
 
+def _system(outcome: CellOutcome, phase: Phase, run: str) -> str:
+    """Which system an arm is: the control in every phase (and every arm of the null), with or
+    without the judge failures of run B, or the treatment of a phase."""
+    failing = run == "B" and outcome.cell.judge_failure > 0
+    label = "control" if run == "A" or phase.shift == 0 else f"treatment ({phase.name})"
+    return label + (" with judge failures" if failing else "")
+
+
+def _run_figures(outcome: CellOutcome, targets: Targets) -> dict[str, Figure]:
+    """Coverage of each system's own interval, pooled over every arm that is that system: the
+    control's interval is the same procedure on the same law in every phase, and taking the
+    worst of several noisy estimates of one coverage (as the harness once did) is biased low.
+    The ± is binomial over the pooled intervals; arms of one rep share items, so it is a little
+    optimistic for pooled control arms."""
+    pooled: dict[str, dict[str, int]] = {}
+    for phase in outcome.phases:
+        for name, tally in phase.intervals.items():
+            if not name.startswith("run "):
+                continue
+            system = _system(outcome, phase, name.removeprefix("run "))
+            into = pooled.setdefault(system, {"offered": 0, "reported": 0, "covered": 0})
+            for k in into:
+                into[k] += tally[k]
+    out = {}
+    for system, tally in pooled.items():
+        name = f"coverage run: {system}"
+        out[name] = _figure(name, tally["covered"], tally["reported"], targets.coverage, "min")
+        refused = tally["offered"] - tally["reported"]
+        out[f"refused run: {system}"] = _figure(f"refused run: {system}", refused, tally["offered"])
+    return out
+
+
+PASSING = ("superior", "equivalent", "non-inferior")
+
+
+def _margin_figures(phases: dict[str, Phase], targets: Targets) -> dict[str, Figure]:
+    """Under the null, "inferior" is false; at a true drop of exactly the margin, "non-inferior"
+    (or better) is false. Each is one bound of the pair's interval, so each should be ≤ α/2."""
+    null, edge = phases["null"], phases["margin"]
+    inferior = null.decisions.get("inferior", 0)
+    passed = sum(edge.decisions.get(d, 0) for d in PASSING)
+    return {
+        "false inferior": _figure(
+            "false inferior under the null", inferior, null.pairs, targets.false_margin, "max"
+        ),
+        "false non-inferior": _figure(
+            "false non-inferior at a true drop of the margin", passed, edge.pairs,
+            targets.false_margin, "max",
+        ),
+        "non-inferior null": _figure(
+            "non-inferior (or better) under the null", sum(
+                null.decisions.get(d, 0) for d in PASSING), null.pairs
+        ),
+    }  # fmt: skip
+
+
+def _plan_figures(phase: Phase, targets: Targets) -> dict[str, Figure]:
+    """The share of the planned experiments that reached the planned decision, against the
+    power the planner promised at the n that ran, within ± `plan_tolerance`."""
+    assert phase.planned is not None
+    if phase.truth_diff is not None and phase.shift != 0.0:
+        hits = phase.significant_up
+    else:
+        hits = sum(phase.decisions.get(d, 0) for d in PASSING)
+    promised = float(phase.planned["power"])  # at the n run (whole groups: a little over 0.8)
+    figure = _figure("power at the planned n", hits, phase.pairs, round(promised, 3), "near")
+    figure.tolerance = targets.plan_tolerance
+    return {"plan power": figure}
+
+
 def assess(outcome: CellOutcome, targets: Targets) -> CellReport:
     report = CellReport(outcome.cell.id, outcome)
     figures = report.figures
+    if outcome.cell.plan:
+        phase = outcome.phases[0]
+        figures.update(_plan_figures(phase, targets))
+        figures.update(_interval_figures(phase, targets))
+        if phase.errors:
+            figures["errors plan"] = Figure("errors plan", float(phase.errors), phase.reps, None,
+                                            0.0, "max")  # fmt: skip
+        for f in figures.values():
+            f.judge(targets.allowance)
+        return report
+    figures.update(_run_figures(outcome, targets))
     for phase in outcome.phases:
         figures.update(_interval_figures(phase, targets))
         if phase.errors:
@@ -132,6 +231,8 @@ def assess(outcome: CellOutcome, targets: Targets) -> CellReport:
         figures["false verdicts"] = _figure(
             "PROGRESS + REGRESS under the null", false, counted, targets.false_verdicts, "max"
         )
+        if outcome.cell.margin is not None:
+            figures.update(_margin_figures(phases, targets))
         if "mde" in phases:
             mde = phases["mde"]
             down = mde.truth_diff is not None and mde.truth_diff < 0

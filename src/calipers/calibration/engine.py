@@ -53,6 +53,7 @@ class PairOutcome:
     composite: Interval
     significant: bool
     mde: float | None
+    margin_decision: str | None = None
 
 
 @dataclass(frozen=True)
@@ -103,8 +104,10 @@ def compare(
     confidence_level: float,
     n_resamples: int,
     seed: int,
+    margin: float | None = None,
 ) -> Outcome:
-    """`compare_staged` of control "A" against `treatments`."""
+    """`compare_staged` of control "A" against `treatments` (with a margin: its decisions)."""
+    extra: dict[str, Any] = {} if margin is None else {"margin": margin}
     result = compare_staged(
         staged,
         scheme="layered" if staged.gated else "metric",
@@ -117,6 +120,7 @@ def compare(
         n_resamples=n_resamples,
         seed=seed,
         **_options(compare_staged, grouped, method),
+        **extra,
     )
     pairs = []
     for pair in result.pairs:
@@ -128,6 +132,7 @@ def compare(
                 composite=Interval(c.composite.estimate, c.composite.low, c.composite.high),
                 significant=bool(c.composite.significant),
                 mde=None if c.mde is None else float(c.mde),
+                margin_decision=None if pair.margin is None else pair.margin.decision,
             )
         )
     return Outcome(result.verdict.value, pairs)

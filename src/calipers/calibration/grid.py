@@ -19,6 +19,31 @@ BOOTSTRAP_METHODS = ("percentile", "bca")
 BOOTSTRAP_KINDS = ("judge", "continuous", "layered")
 BOOTSTRAP_NS = (200,)  # refused below 200 units, and on 0/1 outcomes
 RARE_DIFF = 0.02  # the rare-discordance cells also run an alternative at this true difference
+# Non-inferiority: (kind, n, epochs, grouped, margin on the kind's scale)
+MARGIN_CELLS = (
+    ("binary-p0.70", 200, 1, False, 0.05),
+    ("binary-p0.70", 50, 3, False, 0.1),
+    ("binary-p0.98", 200, 1, False, 0.03),
+    ("rare", 200, 1, False, 0.02),
+    ("judge", 50, 1, False, 0.2),
+    ("continuous", 50, 1, True, 0.05),
+    ("layered", 50, 1, False, 0.2),
+)
+# The planner (`calipers plan`): (kind, epochs, grouped, effect, margin) — plan from an A/A pilot,
+# then run the planned n at the true effect (or at no difference, against the margin).
+PLAN_POWER = 0.8
+PLAN_PILOT = 4000  # items in the pilot the design is measured on
+PLAN_CELLS = (
+    ("binary-p0.70", 1, False, 0.1, None),
+    ("binary-p0.70", 3, False, 0.08, None),
+    ("binary-p0.70", 1, True, 0.1, None),
+    ("binary-p0.70", 1, False, None, 0.06),
+    ("judge", 1, False, 0.25, None),
+    ("judge", 1, True, 0.3, None),
+    ("continuous", 1, False, 0.03, None),
+    ("continuous", 3, True, 0.04, None),
+    ("continuous", 1, False, None, 0.03),
+)
 
 
 @dataclass(frozen=True)
@@ -33,11 +58,27 @@ class Cell:
     judge_failure: float = 0.0  # the treatment's share of rows whose judges failed
     fixed_diff: float | None = None  # an extra alternative at this true difference
     interval: str = "auto"  # the --interval the engine is asked for
+    margin: float | None = None  # a non-inferiority margin: the null and a true drop of it
+    plan_effect: float | None = None  # a planner cell: plan for this effect (or `margin`)
+    plan: bool = False  # a planner cell: n is the pilot's size; the planned n is measured
 
     @property
     def id(self) -> str:
         if self.model == "robustness":
             return f"robustness/cases{self.n}"
+        if self.plan:  # n is the pilot's; the planned n is an outcome
+            goal = (
+                f"effect{self.plan_effect:g}" if self.margin is None else f"margin{self.margin:g}"
+            )
+            return "/".join(
+                [
+                    "plan",
+                    self.model,
+                    f"e{self.epochs}",
+                    *(["grouped"] if self.grouped else []),
+                    goal,
+                ]
+            )
         parts = [self.model, f"n{self.n}", f"e{self.epochs}"]
         if self.grouped:
             parts.append("grouped")
@@ -45,6 +86,8 @@ class Cell:
             parts.append(f"k{self.treatments}")
         if self.interval != "auto":
             parts.append(self.interval)
+        if self.margin is not None:
+            parts.append(f"margin{self.margin:g}")
         return "/".join(parts)
 
     @property
@@ -58,6 +101,8 @@ class Cell:
         """Relative run time, to start the longest cells first."""
         if self.model == "robustness":
             return 0.3
+        if self.plan:
+            return 4.0
         rows = self.n * self.epochs
         per = 3.0 if self.model.startswith("layered") else 1.0
         return (1.0 + rows / 100.0) * per * (1 + self.treatments) / 2
@@ -95,6 +140,11 @@ def full_grid() -> list[Cell]:
     ]
     cells += [Cell(k, n, 1, treatments=3) for k in K3_KINDS for n in K3_NS]
     cells += [Cell("robustness", c) for c in CASES]
+    cells += [Cell(k, n, e, grouped=g, margin=m) for k, n, e, g, m in MARGIN_CELLS]
+    cells += [
+        Cell(k, PLAN_PILOT, e, grouped=g, plan_effect=eff, margin=m, plan=True)
+        for k, e, g, eff, m in PLAN_CELLS
+    ]
     return cells
 
 
@@ -116,6 +166,8 @@ REDUCED_IDS = (
     "layered-judgefail/n200/e1",
     "binary-p0.70/n50/e1/k3",
     "robustness/cases6",
+    "binary-p0.70/n200/e1/margin0.05",
+    "plan/continuous/e1/effect0.03",
 )
 
 

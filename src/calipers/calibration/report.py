@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from calipers.calibration.aggregate import CellReport, Figure, Targets
-from calipers.calibration.grid import Settings
+from calipers.calibration.grid import PLAN_PILOT, Settings
 
 PREAMBLE = """\
 Simulated experiments whose truth is known, run through the engine exactly as `calipers compare`
@@ -66,8 +66,11 @@ verdict (UNDERPOWERED), and its figures cover only the intervals it did report.
 - **reps**: null / alternative repetitions; **seed**: the cell's generator is
   `numpy.random.default_rng([seed, key, phase])` with `key` a hash of the cell id, so a cell gives
   the same figures in any grid and any worker scheduling.
-- **run cov**: coverage of each arm's composite interval (`summarize_run`), the worst over arms and
-  phases, ± its Monte Carlo standard error; **run ref**: the largest share of refused intervals.
+- **run cov**: coverage of each system's composite interval (`summarize_run`), the worst over the
+  systems of the cell, ± its Monte Carlo standard error. A system's figure pools every arm that is
+  that system — the control in every phase and both arms of the null (unless one has judge
+  failures), a treatment over its K arms — since the worst of several noisy estimates of one
+  coverage is biased low; **run ref**: the largest share of refused intervals.
 - **diff cov null / alt**: coverage of the paired composite-difference interval under the null and
   under the alternatives (the worst); **diff ref**: the largest refusal share; **bias**: mean
   (estimate − truth) of the difference under the null.
@@ -78,6 +81,15 @@ verdict (UNDERPOWERED), and its figures cover only the intervals it did report.
   is MDE better (a pass rate near 1); "skip" when neither is reachable or there is no MDE.
 - Targets: every coverage ≥ 0.93, P+R ≤ 0.06, detect ≥ 0.75, no engine error. A figure misses
   when it is worse than its target by more than {allowance} Monte Carlo standard errors.
+
+**Margin cells** (`…/marginM`) run the null and a true drop of exactly M with `--margin M`
+([decisions.md](decisions.md)): false "inferior" under the null and false "non-inferior" (or
+better) at −M are each one bound of the pair's interval, target ≤ 0.05. **Planner cells**
+(`plan/…`) measure the design on an A/A pilot of 4,000 items with `Design.from_runs` (as
+`calipers plan FILE --baseline A --candidate B` does), plan n for 80% power with
+`calipers.verdicts.planning.plan`, rounded up to whole groups, then run experiments at that n — at
+the true effect (share significant and positive), or at no difference against the margin (share
+non-inferior or better). Target: the power the planner promised at that n, ± 0.03.
 """
 
 
@@ -117,7 +129,7 @@ def _runs(report: CellReport, prefix: str) -> Figure | None:
     found = [
         f
         for name, f in report.figures.items()
-        if name.startswith(prefix) and ": run " in name and f.value is not None
+        if name.startswith(f"{prefix} run: ") and f.value is not None
     ]
     if not found:
         return None
@@ -153,6 +165,49 @@ def _paired_row(r: CellReport) -> str:
         *(_pct(r.figure(v)) for v in ("CAUTIOUS", "NOISE", "UNDERPOWERED")),
         "–" if o.mde_median is None else f"{o.mde_median:.3g}",
         _detect(r),
+        f"{o.wall_s:.0f}",
+        "PASS" if r.passed else "**FAIL**",
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _margin_row(r: CellReport) -> str:
+    o = r.outcome
+    phases = {p.name: p for p in o.phases}
+    cells = [
+        f"`{r.id}`",
+        f"{phases['null'].reps}/{phases['margin'].reps}",
+        f"{o.seed}:{o.cell.key:08x}",
+        f"{o.cell.margin:g}",
+        _cov(_runs(r, "coverage")),
+        _cov(r.figure("coverage null: diff")),
+        _cov(r.figure("coverage margin: diff")),
+        _pct(r.figure("false inferior")),
+        _pct(r.figure("false non-inferior")),
+        _pct(r.figure("non-inferior null")),
+        f"{o.wall_s:.0f}",
+        "PASS" if r.passed else "**FAIL**",
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _plan_row(r: CellReport) -> str:
+    o = r.outcome
+    phase = o.phases[0]
+    planned = phase.planned or {}
+    goal = (
+        f"effect {o.cell.plan_effect:g}" if o.cell.margin is None else f"margin {o.cell.margin:g}"
+    )
+    cells = [
+        f"`{r.id}`",
+        str(phase.reps),
+        f"{o.seed}:{o.cell.key:08x}",
+        goal,
+        str(planned.get("items", "–")),
+        str(planned.get("formula", "–")),
+        "–" if planned.get("power") is None else f"{planned['power']:.3f}",
+        _cov(r.figure("plan power")),
+        _cov(_worst(r, "coverage", ("plan",), ": diff")),
         f"{o.wall_s:.0f}",
         "PASS" if r.passed else "**FAIL**",
     ]
@@ -205,7 +260,42 @@ def markdown(
         "| bias | P | R | P+R | C | N | U | MDE | detect | s | status |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    lines += [_paired_row(r) for r in reports if r.outcome.cell.model != "robustness"]
+    lines += [
+        _paired_row(r)
+        for r in reports
+        if r.outcome.cell.model != "robustness"
+        and r.outcome.cell.margin is None
+        and not r.outcome.cell.plan
+    ]
+    margins = [r for r in reports if r.outcome.cell.margin is not None and not r.outcome.cell.plan]
+    if margins:
+        lines += [
+            "",
+            "Margins (`--margin M`, docs/decisions.md): the pair's decision under the null, and "
+            'at a true drop of exactly M. False "inferior" under the null and false '
+            '"non-inferior" (or better) at −M are each one bound of the pair\'s interval: '
+            "target ≤ 5%, expected ≤ 2.5%.",
+            "",
+            "| cell | reps | seed | M | run cov | diff cov null | diff cov at −M | false inferior "
+            "| false non-inferior at −M | non-inferior under the null | s | status |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+            *(_margin_row(r) for r in margins),
+        ]
+    plans = [r for r in reports if r.outcome.cell.plan]
+    if plans:
+        lines += [
+            "",
+            f"Planner (`calipers plan`, docs/decisions.md): the design measured on an A/A pilot of "
+            f"{PLAN_PILOT} items, n planned for 80% power, then experiments at that n with the "
+            "true effect (significant and positive), or at no difference against the margin "
+            "(non-inferior or better). Target: the power promised at that n (0.80, a little more "
+            "when whole groups round it up) ± 0.03.",
+            "",
+            "| cell | reps | seed | goal | planned items | formula | promised | power at n "
+            "| diff cov | s | status |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+            *(_plan_row(r) for r in plans),
+        ]
     robustness = [r for r in reports if r.outcome.cell.model == "robustness"]
     if robustness:
         lines += [

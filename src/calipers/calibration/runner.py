@@ -16,16 +16,17 @@ import statistics
 import time
 import traceback
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from calipers.calibration import engine, models, robust
-from calipers.calibration.grid import Cell, Settings
+from calipers.calibration.grid import PLAN_POWER, Cell, Settings
 from calipers.calibration.simulate import experiment, failed_rows
+from calipers.verdicts import planning
 
-PHASES = ("null", "mde", "fixed")
+PHASES = ("null", "mde", "fixed", "margin", "pilot", "plan")
 RUNS = ("A", "B", "C", "D")
 
 
@@ -46,6 +47,8 @@ class Phase:
     error_sum: float = 0.0  # Σ (difference estimate − truth)
     error_n: int = 0
     mdes: list[float] = field(default_factory=list)
+    decisions: dict[str, int] = field(default_factory=dict)  # margin decisions per pair
+    planned: dict[str, Any] | None = None  # a planner cell: the plan the phase ran
     errors: int = 0
     first_error: str | None = None
 
@@ -67,6 +70,8 @@ class Phase:
             self.error_n += 1
         if pair.mde is not None:
             self.mdes.append(pair.mde)
+        if pair.margin_decision is not None:
+            self.decisions[pair.margin_decision] = self.decisions.get(pair.margin_decision, 0) + 1
         if self.truth_diff is not None:
             self.interval("diff", pair.composite, self.truth_diff)
 
@@ -144,6 +149,7 @@ def _paired_phase(
                 confidence_level=settings.confidence_level,
                 n_resamples=settings.n_resamples,
                 seed=seed,
+                margin=cell.margin,
             )
             summaries = {
                 r: engine.summarize(
@@ -193,10 +199,53 @@ def _robustness_phase(cell: Cell, reps: int, settings: Settings) -> Phase:
     return phase
 
 
+def _plan_phase(cell: Cell, model: models.Model, settings: Settings) -> Phase:
+    """Measure the design on an A/A pilot of `cell.n` items, plan, and run the planned n at the
+    true effect (or, with a margin, at no difference): the share reaching the goal is the power
+    the planner promised."""
+    pilot = experiment(
+        model,
+        n=cell.n,
+        epochs=cell.epochs,
+        grouped=cell.grouped,
+        shifts={"A": 0.0, "B": 0.0},
+        failure={},
+        rng=_phase_rng(settings, cell, "pilot"),
+    ).staged()
+    design = planning.Design.from_runs(
+        pilot, "A", "B", cluster="group" if cell.grouped else "sample_id", scale=1.0
+    )
+    goal = planning.Goal(
+        effect=cell.plan_effect,
+        margin=cell.margin,
+        power=PLAN_POWER,
+        alpha=1.0 - settings.confidence_level,
+    )
+    planned = planning.plan(design, goal)
+    assert planned.items is not None
+    items = planned.items + (-planned.items % 5 if cell.grouped else 0)  # whole groups of 5
+    shift = 0.0
+    if cell.plan_effect is not None:
+        found = models.shift_for(model, cell.plan_effect)
+        assert found is not None
+        shift = found
+    # as many reps as a null phase: the promise is checked to ± 3 points
+    phase = _paired_phase(
+        replace(cell, n=items), model, "plan", shift, settings.reps_null, settings
+    )
+    promised = planning.power_at(design, goal, items // design.cluster_size)
+    phase.planned = {"items": items, "units": planned.units, "power": promised,
+                     "formula": planned.formula, "source": design.source}  # fmt: skip
+    return phase
+
+
 def run_cell(cell: Cell, settings: Settings) -> CellOutcome:
     start = time.perf_counter()
     notes: list[str] = []
     mde = None
+    if cell.plan:
+        phases = [_plan_phase(cell, models.model(cell.model), settings)]
+        return CellOutcome(cell, settings.seed, phases, None, notes, time.perf_counter() - start)
     if cell.model == "robustness":
         phases = [_robustness_phase(cell, settings.reps_null, settings)]
     else:
@@ -206,6 +255,13 @@ def run_cell(cell: Cell, settings: Settings) -> CellOutcome:
         rows = cell.n * cell.epochs
         failure = failed_rows(cell.judge_failure, rows) / rows
         mde = statistics.median(null.mdes) if null.mdes else None
+        if cell.margin is not None:
+            # the null (false "inferior") and a true drop of exactly the margin (false
+            # "non-inferior"); power and detection are the plain cells' business
+            shift = models.shift_for(model, -cell.margin, failure)
+            assert shift is not None
+            phases.append(_paired_phase(cell, model, "margin", shift, settings.reps_alt, settings))
+            return CellOutcome(cell, settings.seed, phases, mde, notes, time.perf_counter() - start)
         if mde is not None and math.isinf(mde):
             notes.append("detection skipped: the engine reports that no difference is detectable")
             mde = None

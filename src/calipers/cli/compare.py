@@ -61,11 +61,41 @@ from calipers.schemes import get_scheme
     "detect it is UNDERPOWERED (default 5% of the scale: 0.2 on 1–5 layers, 0.05 on pass rates).",
 )
 @click.option(
+    "--margin",
+    metavar="M",
+    default=None,
+    help="layered, metric: also decide superior / non-inferior / inferior / inconclusive "
+    "against this margin, on the compared quantity's scale (0.05) or as a percentage of the "
+    "scale's width (2%). See docs/decisions.md.",
+)
+@click.option(
+    "--equivalence",
+    is_flag=True,
+    default=False,
+    help="layered, metric: with --margin, also decide equivalence (two one-sided tests).",
+)
+@click.option(
+    "--by",
+    "by",
+    type=click.Choice(["task", "none"]),
+    default=None,
+    help="layered, metric: test each task's difference (task), or not (none). Default: per "
+    "task when the runs have several tasks.",
+)
+@click.option(
+    "--adjust",
+    type=click.Choice(["holm", "bh", "none"]),
+    default=None,
+    help="layered, metric: how per-task p-values are adjusted: Holm (family-wise, the "
+    "default), Benjamini–Hochberg (false discovery rate) or none.",
+)
+@click.option(
     "--gate",
-    type=click.Choice(["no-regress", "ship", "none"]),
+    type=click.Choice(["no-regress", "ship", "non-inferior", "none"]),
     default="no-regress",
     show_default=True,
-    help="Exit 3 on REGRESS (no-regress), unless PROGRESS / promoted (ship), or never.",
+    help="Exit 3 on REGRESS (no-regress), unless PROGRESS / promoted (ship), unless every "
+    "treatment is non-inferior or better at --margin (non-inferior), or never.",
 )
 @json_option
 @html_option
@@ -80,12 +110,15 @@ def compare_command(
     json_out: str | None,
     html_out: Path | None,
     db: Path,
+    by: str | None,
     **params: Any,
 ) -> None:  # fmt: skip
     """Compare runs of FILE (read directly) or of the store.
 
     layered and metric: paired bootstrap by sample, layer gates, and one of six verdicts
     (PROGRESS, CAUTIOUS, REGRESS, NOISE, UNDERPOWERED, SOLO); --gate ship passes on PROGRESS.
+    With --margin M each pair also gets superior / equivalent / non-inferior / inferior /
+    inconclusive; --gate non-inferior passes when every pair is non-inferior or better.
     objective: per-task composite deltas, hard regressions, improved / neutral / regressed and
     the promote decision; --gate ship passes only when the candidate is promoted.
 
@@ -93,7 +126,14 @@ def compare_command(
     take included), 2 the runs share no sample, 3 the verdict fails the gate.
     """
     scheme = get_scheme(scheme_name)
+    if gate == "non-inferior" and params.get("margin") is None:
+        raise InputError(
+            "--gate non-inferior needs a margin",
+            hint="Add --margin M on the compared quantity's scale (0.05) or --margin 2%.",
+        )
     options = given_scheme_options(params)
+    if by is not None:
+        options["by_task"] = by == "task"
     scheme.compare_options(**options)  # refuse what the scheme does not take before reading data
     if baseline is None:
         raise InputError("give the run to compare against: --baseline RUN (or --control RUN)")

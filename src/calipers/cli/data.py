@@ -109,7 +109,8 @@ def export(out: Path, fmt: str | None, runs_: tuple[str, ...], db: Path) -> None
     default=None,
     metavar="KIND",
     help="Print the schema of a JSON report instead: a scheme (reasonscore, layered, metric, "
-    "rubric, objective, robustness), compare, objective-compare, check, rank, run or store.",
+    "rubric, objective, robustness), compare, objective-compare, check, plan, rank, run or "
+    "store.",
 )
 @quiet_option
 def schema(report: str | None) -> None:

@@ -23,7 +23,7 @@ from calipers.version import __version__
 COMMANDS = {
     "import": "data", "runs": "data", "export": "data", "schema": "data", "migrate": "data",
     "score": "score", "leaderboard": "score", "schemes": "score",
-    "compare": "compare", "grade": "grade", "rank": "rank",
+    "compare": "compare", "plan": "plan", "grade": "grade", "rank": "rank",
     "check": "check", "init": "check", "run": "run", "demo": "demo", "report": "report",
 }  # fmt: skip
 COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))

@@ -119,6 +119,9 @@ SCHEME_PARAMETERS = {
     "rubric": "rubric",
     "trivial_diff": "trivial_diff",
     "min_effect": "min_effect",
+    "margin": "margin",
+    "equivalence": "equivalence",
+    "adjust": "adjust",
     "interval": "interval",
     "cluster": "cluster",
     "objective_config": "config",
@@ -169,7 +172,7 @@ def layered_metric_options(func: Any) -> Any:
         click.option("--interval", type=click.Choice(list(INTERVAL_METHODS)), default="auto",
                      show_default=True,
                      help="layered, metric: auto picks score (Wilson / Newcombe) for 0/1 "
-                     "outcomes and t otherwise; percentile and bca bootstrap (≥ 50 units)."),
+                     "outcomes and t otherwise; percentile and bca bootstrap (≥ 200 units)."),
         click.option("--cluster", type=click.Choice(list(CLUSTERS)), default="sample_id",
                      show_default=True,
                      help="layered, metric: the independent unit — a sample with its epochs, a "

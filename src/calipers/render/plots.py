@@ -19,6 +19,11 @@ _STYLE: dict[str, Any] = {
 }
 
 
+def plain_text(text: str) -> str:
+    """A name drawn as itself: `$` would start matplotlib's mathtext."""
+    return str(text).replace("$", r"\$")
+
+
 def _svg(figure: Any) -> str:
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
@@ -33,9 +38,11 @@ def forest(
     title: str,
     xlabel: str = "treatment − control",
     reference: float | None = 0.0,
+    margin: float | None = None,
 ) -> str:
     """One row per quantity: (label, estimate, low, high, significant); a dashed line at
-    `reference` (none when None)."""
+    `reference` (none when None); with `margin`, the band ±margin shaded and −margin drawn red
+    (an interval wholly right of it is non-inferior)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -52,7 +59,14 @@ def forest(
                 axes.plot([float(est or 0.0)], [y], "o", color=color, markersize=6)
             if reference is not None:
                 axes.axvline(reference, color="#999999", linewidth=1, linestyle="--")
-            axes.set_yticks(range(len(shown)), [r[0] for r in reversed(shown)])
+            if margin is not None:
+                axes.axvspan(-margin, margin, color="#dcefe2", zorder=0)
+                axes.axvline(-margin, color="#b3261e", linewidth=1)
+                axes.annotate(
+                    "−margin", (-margin, 1.0), xycoords=("data", "axes fraction"),
+                    color="#b3261e", fontsize=8, ha="right", va="bottom",
+                )  # fmt: skip
+            axes.set_yticks(range(len(shown)), [plain_text(r[0]) for r in reversed(shown)])
             axes.set_xlabel(xlabel)
             axes.set_title(title, loc="left", fontsize=10)
             axes.set_ylim(-0.6, len(shown) - 0.4)

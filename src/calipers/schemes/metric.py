@@ -11,13 +11,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pydantic import Field
 
 from calipers.data.files import sql_literal
 from calipers.data.sampleset import SampleSet
 from calipers.errors import InputError
 from calipers.schemes.base import Scoring
-from calipers.schemes.layered import PairedOptions, PairedScheme
+from calipers.schemes.layered import PairedCompareOptions, PairedOptions, PairedScheme
 from calipers.schemes.registry import register
 from calipers.verdicts.persample import FloatArray, StagedScores, as_floats, stage_rows
 
@@ -72,11 +71,8 @@ class MetricOptions(PairedOptions):
     metric: str | None = None  # a key of `scores`, or `correct`
 
 
-class MetricCompareOptions(MetricOptions):
-    trivial_diff: float | None = Field(
-        default=None, ge=0
-    )  # on the composite's scale; None: a fraction
-    min_effect: float | None = Field(default=None, gt=0)
+class MetricCompareOptions(MetricOptions, PairedCompareOptions):
+    pass
 
 
 @register

@@ -39,3 +39,16 @@ def holm(pvalues: npt.ArrayLike) -> npt.NDArray[np.float64]:
     adjusted = np.empty(m)
     adjusted[order] = np.minimum(stepped, 1.0)
     return adjusted
+
+
+def benjamini_hochberg(pvalues: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """Benjamini–Hochberg step-up adjusted p-values (false discovery rate), in the input order."""
+    p = np.asarray(pvalues, dtype=float).ravel()
+    if np.any(~np.isfinite(p)) or np.any((p < 0) | (p > 1)):
+        raise InputError("p-values must be in [0, 1]")
+    m = p.size
+    order = np.argsort(p, kind="stable")[::-1]
+    stepped = np.minimum.accumulate(p[order] * m / np.arange(m, 0, -1))
+    adjusted = np.empty(m)
+    adjusted[order] = np.minimum(stepped, 1.0)
+    return adjusted

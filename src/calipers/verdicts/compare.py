@@ -17,6 +17,7 @@ from calipers.errors import InputError
 from calipers.render.json_report import REPORT_SCHEMA_VERSION
 from calipers.stats import z_from_confidence
 from calipers.verdicts.base import Comparison
+from calipers.verdicts.by_task import adjust_p
 from calipers.verdicts.gates import (
     DEFAULT_THRESHOLD,
     MIN_EFFECT_FRACTION,
@@ -28,6 +29,7 @@ from calipers.verdicts.gates import (
     badges,
     decide,
 )
+from calipers.verdicts.margin import Margin, MarginDecision, decide_margin, parse_margin
 from calipers.verdicts.paired import PairedComparison, compare_pair
 from calipers.verdicts.persample import RunSummary, StagedScores, summarize_run
 
@@ -38,6 +40,7 @@ class PairResult:
     alpha: float  # family α split over the treatments (Bonferroni)
     decision: Decision
     badges: dict[str, Any]
+    margin: MarginDecision | None = None  # with --margin
 
     def to_dict(self) -> dict[str, Any]:
         c = self.comparison
@@ -60,7 +63,11 @@ class PairResult:
             "mde": None if c.mde is None or math.isinf(c.mde) else c.mde,
             "hotelling": c.hotelling.to_dict() if c.hotelling else None,
             "badges": self.badges,
+            "margin": None if self.margin is None else self.margin.to_dict(),
+            "decision": None if self.margin is None else self.margin.decision,
+            "tests": c.tests,
             "tasks": c.tasks,
+            "task_adjust": c.task_adjust,
             "notes": c.notes,
         }
 
@@ -87,7 +94,24 @@ class CompareResult(Comparison):
         return self.verdict.value
 
     def gate_failure(self, gate: str) -> str | None:
-        """no-regress fails on REGRESS; ship fails unless PROGRESS; none never fails."""
+        """no-regress fails on REGRESS; ship fails unless PROGRESS; non-inferior fails unless
+        every treatment is non-inferior, equivalent or superior at the margin; none never."""
+        if gate == "non-inferior":
+            if not self.pairs:
+                return "there is no treatment to hold against the margin (gate non-inferior)"
+            if any(p.margin is None for p in self.pairs):
+                raise InputError(
+                    "--gate non-inferior needs a margin",
+                    hint="Add --margin M (on the compared quantity's scale) or --margin 2%.",
+                    parameters=["margin"],
+                )
+            failing = [p for p in self.pairs if p.margin is not None and not p.margin.passes]
+            if failing:
+                names = ", ".join(
+                    f"{p.comparison.treatment} {p.margin.decision}" for p in failing if p.margin
+                )
+                return f"not every treatment is non-inferior at the margin: {names}"
+            return None
         if gate == "no-regress" and self.verdict is Verdict.REGRESS:
             return "the verdict is REGRESS (gate no-regress)"
         if gate == "ship" and self.verdict is not Verdict.PROGRESS:
@@ -183,10 +207,22 @@ def compare_staged(
     min_effect: float | None = None,
     interval: str = "auto",
     cluster: str = "sample_id",
+    margin: Margin | str | float | None = None,
+    equivalence: bool = False,
+    by_task: bool | None = None,
+    adjust: str = "holm",
 ) -> CompareResult:
     """Compare `control` with each of `treatments` (none: a SOLO report on the control) on the
     per-sample components `staged` holds for all of them. `trivial_diff` and `min_effect` are on
-    the composite's scale; None takes TRIVIAL_FRACTION and MIN_EFFECT_FRACTION of its span."""
+    the composite's scale; None takes TRIVIAL_FRACTION and MIN_EFFECT_FRACTION of its span.
+    `margin` adds a decision per pair (`calipers.verdicts.margin`); `by_task` tests each task's
+    difference, adjusted by `adjust` (None: when there are several tasks)."""
+    margin_spec = None if margin is None else parse_margin(margin)
+    if equivalence and margin_spec is None:
+        raise InputError(
+            "--equivalence needs a margin", hint="Add --margin M.", parameters=["margin"]
+        )
+    adjust_p([], adjust)  # an unknown adjustment is an error before any work
     wanted = [control, *treatments]
     k = max(1, len(treatments))
     pair_confidence = 1.0 - (1.0 - confidence_level) / k
@@ -224,6 +260,8 @@ def compare_staged(
                 interval=interval,
                 cluster=cluster,
                 threshold=gate,
+                by_task=by_task,
+                adjust=adjust,
             )
             for treatment in treatments
         ]
@@ -249,6 +287,10 @@ def compare_staged(
         "scale_span": span,
         "trivial_diff": limits.trivial_diff,
         "min_effect": limits.min_effect,
+        "margin": None if margin_spec is None else margin_spec.on_scale(span),
+        "margin_given": None if margin_spec is None else str(margin_spec),
+        "equivalence": equivalence,
+        "adjust": adjust,
         "policy": "gates",
     }
     notes = list(staged.notes)
@@ -263,8 +305,14 @@ def compare_staged(
         treatment = comparison.treatment
         c, t = variants[control], variants[treatment]
         decision = decide(comparison, c, t, gated=staged.gated, limits=limits)
+        held = None
+        if margin_spec is not None:
+            held = decide_margin(
+                comparison.composite, margin_spec.on_scale(span), given=str(margin_spec),
+                equivalence=equivalence, confidence_level=pair_confidence,
+            )  # fmt: skip
         pairs.append(
-            PairResult(comparison, 1.0 - pair_confidence, decision, badges(comparison, c, t))
+            PairResult(comparison, 1.0 - pair_confidence, decision, badges(comparison, c, t), held)
         )
         if comparison.composite.monte_carlo_uncertain:
             notes.append(

@@ -20,9 +20,11 @@ from calipers.schemes.layered.scoring import (
 )
 from calipers.schemes.registry import register
 from calipers.stats.estimate import INTERVAL_METHODS
-from calipers.verdicts.compare import CompareResult, check_runs, compare_staged
+from calipers.verdicts.by_task import ADJUSTMENTS
+from calipers.verdicts.compare import CompareResult, check_runs, compare_staged, scale_span
 from calipers.verdicts.gates import DEFAULT_THRESHOLD
 from calipers.verdicts.persample import CLUSTERS, StagedScores
+from calipers.verdicts.planning import Design
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
     from calipers.data.sampleset import SampleSet
 
 __all__ = [
-    "LAYERS", "LayeredScheme", "PairedOptions", "PairedScheme",
+    "LAYERS", "LayeredScheme", "PairedCompareOptions", "PairedOptions", "PairedScheme",
     "SummaryResult", "parse_weights",
 ]  # fmt: skip
 
@@ -64,6 +66,35 @@ class PairedScheme(ComparableScheme):
             min_effect=o.min_effect,  # type: ignore[attr-defined]
             interval=o.interval,  # type: ignore[attr-defined]
             cluster=o.cluster,  # type: ignore[attr-defined]
+            margin=o.margin,  # type: ignore[attr-defined]
+            equivalence=o.equivalence,  # type: ignore[attr-defined]
+            by_task=o.by_task,  # type: ignore[attr-defined]
+            adjust=o.adjust,  # type: ignore[attr-defined]
+        )
+
+    def plan(
+        self,
+        samples: SampleSet,
+        *,
+        baseline: str,
+        candidate: str | None,
+        correlation: float,
+        epochs: int | None,
+        **options: Any,
+    ) -> Design:
+        """The design of a comparison measured on `baseline` (and a pilot `candidate`)."""
+        o = self.compare_options(**options)
+        runs = [baseline, *([candidate] if candidate else [])]
+        check_runs(samples.runs(), samples.origin, baseline, runs[1:])
+        staged = self.stage(samples, runs, o)
+        return Design.from_runs(
+            staged,
+            baseline,
+            candidate,
+            cluster=o.cluster,  # type: ignore[attr-defined]
+            correlation=correlation,
+            epochs=epochs,
+            scale=scale_span(staged, runs),
         )
 
     def summary_parameters(self, options: Any) -> dict[str, Any]:
@@ -123,11 +154,19 @@ class LayeredOptions(PairedOptions):
     threshold: float = DEFAULT_THRESHOLD  # the gate every present layer's mean must reach
 
 
-class LayeredCompareOptions(LayeredOptions):
-    trivial_diff: float | None = Field(
-        default=None, ge=0
-    )  # on the composite's scale; None: a fraction
+class PairedCompareOptions(PairedOptions):
+    """What a paired comparison decides with, beyond the intervals (docs/decisions.md)."""
+
+    trivial_diff: float | None = Field(default=None, ge=0)  # composite's scale; None: a fraction
     min_effect: float | None = Field(default=None, gt=0)
+    margin: str | float | None = None  # "0.05" or "2%" of the scale: a decision per pair
+    equivalence: bool = False  # with a margin: two one-sided tests
+    by_task: bool | None = None  # per-task tests; None: when there are several tasks
+    adjust: Literal[ADJUSTMENTS] = "holm"  # type: ignore[valid-type]
+
+
+class LayeredCompareOptions(LayeredOptions, PairedCompareOptions):
+    pass
 
 
 @register

@@ -38,9 +38,23 @@ def compare_page(report: dict[str, Any]) -> str:
     for i, pair in enumerate(report["pairs"]):
         rows = [("composite", *_diff(pair["composite"]))]
         rows += [(name, *_diff(d)) for name, d in pair["layers"].items()]
+        margin = (pair.get("margin") or {}).get("margin")
         plots[f"forest-{i}"] = draw.forest(
-            rows, title=f"paired differences ({pair['confidence_level']:.0%} intervals)"
+            rows,
+            title=f"paired differences ({pair['confidence_level']:.0%} intervals)"
+            + ("" if margin is None else f", margin ±{margin:.3g}"),
+            margin=margin,
         )
+        if pair.get("task_adjust"):
+            tasks = [
+                (name, t.get("diff"), t.get("low"), t.get("high"), bool(t.get("moved")))
+                for name, t in pair["tasks"].items()
+            ]
+            plots[f"tasks-{i}"] = draw.forest(
+                tasks,
+                title=f"per task ({pair['confidence_level']:.0%} intervals; green: moved after "
+                f"{pair['task_adjust']} adjustment)",
+            )
     return render("compare", report, plots=plots)
 
 

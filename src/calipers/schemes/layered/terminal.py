@@ -10,7 +10,8 @@ from rich.table import Table
 from calipers.render.terminal import notes as print_notes
 from calipers.render.terminal import num
 from calipers.schemes.layered.scoring import SummaryResult
-from calipers.verdicts.compare import CompareResult
+from calipers.verdicts.by_task import adjustment_label
+from calipers.verdicts.compare import CompareResult, PairResult
 from calipers.verdicts.gates import Verdict
 from calipers.verdicts.paired import Difference, PairedComparison
 from calipers.verdicts.persample import RunSummary
@@ -104,9 +105,64 @@ def _method(result: CompareResult) -> str:
     return "/".join(formulas) or "none"
 
 
+_DECISION_STYLE = {"superior": "green", "equivalent": "green", "non-inferior": "green",
+                   "inferior": "red"}  # fmt: skip
+
+
+def _margin_cell(pair: PairResult) -> str:
+    """The decision and the bound that decided it, on the compared quantity's scale."""
+    m = pair.margin
+    if m is None:
+        return "–"
+    style = _DECISION_STYLE.get(m.decision, "yellow")
+    if m.low is None or m.high is None:
+        why = "no interval"
+    elif m.decision == "inferior":
+        why = f"high {m.high:+.3f} < -{m.margin:.3g}"
+    elif m.decision == "equivalent":
+        why = f"within ±{m.margin:.3g}"
+    elif m.decision == "superior":
+        why = f"low {m.low:+.3f} > 0"
+    else:
+        sign = ">" if m.low > -m.margin else "≤"
+        why = f"low {m.low:+.3f} {sign} -{m.margin:.3g}"
+    return f"[{style}]{m.decision}[/] ({escape(why)})"
+
+
+def _margin_lines(result: CompareResult, console: Console) -> None:
+    for pair in result.pairs:
+        m = pair.margin
+        if m is not None:
+            style = _DECISION_STYLE.get(m.decision, "yellow")
+            console.print(
+                f"margin {escape(m.given)}: {escape(pair.comparison.treatment)} "
+                f"[{style}]{m.decision.upper()}[/] — {escape(m.reason)}"
+            )
+
+
+def _tasks_moved(result: CompareResult, console: Console) -> None:
+    """Per pair, the tasks whose difference survives the multiplicity correction."""
+    for pair in result.pairs:
+        c = pair.comparison
+        if c.task_adjust is None:
+            continue
+        tested = [t for t in c.tasks.values() if t.get("p_adjusted") is not None]
+        moved = [(name, t) for name, t in c.tasks.items() if t.get("moved")]
+        how = adjustment_label(c.task_adjust)
+        head = f"{escape(c.treatment)}: {len(moved)} of {len(tested)} tasks moved ({how}"
+        console.print(head + f", α {pair.alpha:.3g})")
+        for name, t in sorted(moved, key=lambda nt: nt[1]["p_adjusted"]):
+            arrow = "[green]▲[/]" if t["moved"] == "up" else "[red]▼[/]"
+            bounds = escape(f"[{num(t['low'], '+.3f')}, {num(t['high'], '+.3f')}]")
+            console.print(
+                f"  {arrow} {escape(name)} {t['diff']:+.3f} {bounds} p_adj {t['p_adjusted']:.3g}"
+            )
+
+
 def comparison(result: CompareResult, console: Console) -> None:
     style = VERDICT_STYLE[result.verdict]
     console.print(f"[{style}]{result.verdict.value}[/] {escape(result.reason)}")
+    _margin_lines(result, console)
     console.print(_variants_table(result.variants, "variants", result.control))
     if result.pairs:
         # One column per treatment and one row per quantity: stays inside 80 columns.
@@ -126,7 +182,13 @@ def comparison(result: CompareResult, console: Console) -> None:
                 name, *(_diff_cell(p.comparison.components.get(name)) for p in result.pairs)
             )
         table.add_row("MDE", *(num(p.comparison.mde, ".3f") for p in result.pairs))
+        if any(p.margin for p in result.pairs):
+            table.add_row(
+                f"margin {escape(str(result.parameters.get('margin_given')))}",
+                *(_margin_cell(p) for p in result.pairs),
+            )
         console.print(table)
+        _tasks_moved(result, console)
         unit = escape(str(result.parameters.get("cluster", "sample_id")))
         boot = _method(result) in ("percentile", "bca")
         console.print(
