@@ -168,6 +168,17 @@ def test_no_api_key_in_errors_judgments_or_cache(tmp_path: Path) -> None:
     assert KEY not in kept
 
 
+def test_a_key_echoed_in_a_successful_reply_is_scrubbed(tmp_path: Path) -> None:
+    template, prompt = overall_prompt()
+    cache = JudgeCache(tmp_path / "cache")
+    with judge_server() as server:
+        server.actions = [("answer", json.dumps({"score": 4, "rationale": f"my key is {KEY}"}))]
+        rows = judge_once(judge(server.url), template, prompt, cache=cache)
+    assert rows[0]["score"] == 4.0 and rows[0]["rationale"] == "my key is ***"
+    kept = json.dumps(rows) + "".join(p.read_text() for p in cache.directory.iterdir())
+    assert KEY not in kept
+
+
 def test_command_judge_reads_the_prompt_on_stdin(tmp_path: Path) -> None:
     script = tmp_path / "judge.py"
     script.write_text(

@@ -10,12 +10,12 @@ from importlib import resources
 from pathlib import Path
 
 import click
-from rich.markup import escape
 
 from calipers.cli.main import cli, stderr_console, stdout_console
 from calipers.cli.options import db_option, executor_options, html_option, is_quiet, quiet_option
 from calipers.errors import InputError
 from calipers.render.json_report import write_json
+from calipers.render.text import escape
 from calipers.running.check import CheckOptions, CheckRun, run_check
 from calipers.running.executor import default_workers
 from calipers.running.kelvin_config import load_kelvin_config
@@ -41,7 +41,7 @@ def store_rows(run: CheckRun, db: Path) -> int:
     from calipers.data.store import Store  # DuckDB is imported only when the store is written
 
     with Store(db) as store:
-        return store.import_rows(run.rows, name=run.result.run).samples
+        return store.import_rows(run.rows).samples
 
 
 @cli.command()
@@ -122,15 +122,19 @@ def check(
     )  # fmt: skip
     terminal_robustness.case_table(result.result, console)
     for line in [*result.warnings, *result.notes]:
-        console.print(f"[yellow]note:[/] {line}", highlight=False)
-    where = f"; {stored} samples in {db} (run {result.result.run})" if stored else ""
+        console.print(f"[yellow]note:[/] {escape(line)}", highlight=False)
+    where = (
+        f"; {stored} samples in {escape(str(db))} (run {escape(result.result.run)})"
+        if stored
+        else ""
+    )
     console.print(
         f"[dim]seed {result.seed} · {result.invocations} pipeline invocations, "
-        f"{result.cached} from the cache · reports in {result.out}{where}[/]",
+        f"{result.cached} from the cache · reports in {escape(str(result.out))}{where}[/]",
         highlight=False,
     )
     if html_out is not None:
-        console.print(f"[dim]HTML report → {html_out}[/]", highlight=False)
+        console.print(f"[dim]HTML report → {escape(str(html_out))}[/]", highlight=False)
 
 
 def scaffold_project(directory: Path) -> list[Path]:
@@ -170,5 +174,5 @@ def init(directory: Path) -> None:
     deterministic example pipeline. Existing files are never overwritten."""
     written = scaffold_project(directory)
     console = stdout_console()
-    console.print(f"Wrote {len(written)} files to {directory}. Next:", highlight=False)
-    console.print(f"  cd {shlex.quote(str(directory))} && calipers check", highlight=False)
+    console.print(f"Wrote {len(written)} files to {escape(str(directory))}. Next:", highlight=False)
+    console.print(f"  cd {escape(shlex.quote(str(directory)))} && calipers check", highlight=False)

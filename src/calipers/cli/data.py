@@ -8,7 +8,6 @@ from importlib import resources
 from pathlib import Path
 
 import click
-from rich.markup import escape
 from rich.table import Table
 
 from calipers.cli.main import cli, stderr_console, stdout_console
@@ -16,6 +15,7 @@ from calipers.cli.options import db_option, quiet_option
 from calipers.data.adapters import ADAPTERS
 from calipers.data.store import Store, describe_runs
 from calipers.errors import InputError
+from calipers.render.text import escape
 
 
 def print_warnings(warnings: list[str]) -> None:
@@ -47,8 +47,8 @@ def import_(files: tuple[Path, ...], run: str | None, fmt: str, db: Path) -> Non
         f" ({summary.replaced:,} replaced samples with the same key)" if summary.replaced else ""
     )
     stdout_console().print(
-        f"Imported {summary.samples:,} samples from {summary.files} file(s) into {db}{replaced}; "
-        f"runs: {', '.join(summary.runs)}"
+        f"Imported {summary.samples:,} samples from {summary.files} file(s) into {escape(str(db))}"
+        f"{replaced}; runs: {', '.join(escape(r) for r in summary.runs)}"
     )
 
 
@@ -63,7 +63,7 @@ def runs(as_json: bool, db: Path) -> None:
     if as_json:
         sys.stdout.write(json.dumps(infos, indent=2) + "\n")
         return
-    table = Table(title=f"runs in {db}", title_justify="left", pad_edge=False)
+    table = Table(title=f"runs in {escape(str(db))}", title_justify="left", pad_edge=False)
     for col, justify in (
         ("run", "left"),
         ("samples", "right"),
@@ -74,7 +74,7 @@ def runs(as_json: bool, db: Path) -> None:
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for i in infos:
         table.add_row(
-            i["run"],
+            escape(i["run"]),
             f"{i['samples']:,}",
             str(i["tasks"]),
             str(i["epochs"]),
@@ -99,7 +99,7 @@ def export(out: Path, fmt: str | None, runs_: tuple[str, ...], db: Path) -> None
     """Write the store's samples to OUT (Parquet, CSV or JSON Lines), atomically."""
     with Store(db, read_only=True) as store:
         n = store.export(out, format=fmt, runs=list(runs_) or None)
-    stdout_console().print(f"Wrote {n:,} samples to {out}")
+    stdout_console().print(f"Wrote {n:,} samples to {escape(str(out))}")
 
 
 @cli.command()

@@ -20,6 +20,7 @@ from calipers.data.store import Store
 from calipers.demo.synthetic import DEMO_SEED, generate_samples, write_jsonl
 from calipers.grading.judges import CommandJudge
 from calipers.render.html import write_html
+from calipers.render.text import escape
 from calipers.report.check_page import write_check_page
 from calipers.report.score_pages import store_page
 from calipers.report.store_report import store_report
@@ -62,11 +63,11 @@ def demo(directory: Path, seed: int) -> None:
     data = directory / "samples.jsonl"
     db = directory / "demo.duckdb"
     n = write_jsonl(data, generate_samples(seed=seed))
-    console.print(f"Generated {n:,} samples (seed {seed}) → {data}")
+    console.print(f"Generated {n:,} samples (seed {seed}) → {escape(str(data))}")
     db.unlink(missing_ok=True)  # a fresh store each time, so the demo is reproducible
     with Store(db) as store:
         summary = store.import_files([data])
-    console.print(f"Imported {summary.samples:,} samples into {db}")
+    console.print(f"Imported {summary.samples:,} samples into {escape(str(db))}")
     layered_scheme = get_scheme("layered")
     with api.open(db=db) as samples:
         get_scheme("reasonscore").terminal(api.score(samples, "reasonscore"), console)
@@ -79,7 +80,8 @@ def demo(directory: Path, seed: int) -> None:
     console.print()
     check_dir = directory / "check"
     console.print(
-        f"[bold]Robustness check[/] of the example pipeline (`calipers init` → {check_dir})"
+        "[bold]Robustness check[/] of the example pipeline (`calipers init` → "
+        f"{escape(str(check_dir))})"
     )
     shutil.rmtree(check_dir, ignore_errors=True)
     scaffold_project(check_dir)
@@ -101,15 +103,17 @@ def demo(directory: Path, seed: int) -> None:
     store_html = directory / "report.html"
     write_html(store_page(store_report(db)), store_html)
     console.print(
-        f"\n[bold]HTML reports[/]: the assistant comparison → {html} · the robustness check → "
-        f"{check_html} · the whole store (leaderboard, every scheme) → {store_html}",
+        f"\n[bold]HTML reports[/]: the assistant comparison → {escape(str(html))} · the "
+        f"robustness check → {escape(str(check_html))} · the whole store (leaderboard, every "
+        f"scheme) → {escape(str(store_html))}",
         highlight=False,
     )
     console.print(
-        f"[dim]{time.perf_counter() - started:.1f} s. Try: calipers score {data} "
-        f"--scheme reasonscore --tasks · calipers compare {data} --scheme layered "
+        f"[dim]{time.perf_counter() - started:.1f} s. Try: calipers score {escape(str(data))} "
+        f"--scheme reasonscore --tasks · calipers compare {escape(str(data))} --scheme layered "
         f"--control {DEMO_CONTROL} --treatment {DEMO_TREATMENT} --treatment cirrus-mini · "
-        f"cd {check_dir} && calipers check · calipers compare --db {db} --scheme objective "
+        f"cd {escape(str(check_dir))} && calipers check · calipers compare "
+        f"--db {escape(str(db))} --scheme objective "
         "--baseline assistant-v1 --candidate assistant-v2 --gate ship[/]"
     )
 
@@ -123,7 +127,7 @@ def demo_suite_run(directory: Path, db: Path, console: Console) -> CompareResult
     python = shlex.quote(sys.executable)
     judge = CommandJudge("demo-judge", f"{python} {shlex.quote(str(assets / 'judge.py'))}")
     console.print(
-        f"[bold]Suite run[/]: {suite.name} ({len(suite.tasks)} tasks) through the example "
+        f"[bold]Suite run[/]: {escape(suite.name)} ({len(suite.tasks)} tasks) through the example "
         "assistant v1 and v2, judged by a deterministic command judge"
     )
     shutil.rmtree(directory / "runs", ignore_errors=True)
@@ -138,12 +142,12 @@ def demo_suite_run(directory: Path, db: Path, console: Console) -> CompareResult
             judging=JudgeOptions(judges=[judge]),
         ))  # fmt: skip
         with Store(db) as store:
-            store.import_rows(result.rows, name=name)
+            store.import_rows(result.rows)
         passed = sum(1 for r in result.rows for a in r["assertions"] if a["passed"])
         total = sum(len(r["assertions"]) for r in result.rows)
         console.print(
-            f"  {name}: {len(result.rows)} samples, assertions {passed}/{total} passed, "
-            f"{result.judged} judged → {db}",
+            f"  {escape(name)}: {len(result.rows)} samples, assertions {passed}/{total} passed, "
+            f"{result.judged} judged → {escape(str(db))}",
             highlight=False,
         )
     console.print("[bold]Layered comparison[/]: assistant-v1 (control) → assistant-v2")

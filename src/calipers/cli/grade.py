@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.markup import escape
 
 from calipers.cli.main import cli, stdout_console
 from calipers.cli.options import (
@@ -19,6 +18,7 @@ from calipers.cli.options import (
 )
 from calipers.errors import DataError, InputError
 from calipers.grading.grade import grade_file, grade_store
+from calipers.render.text import escape
 from calipers.running.judging import JudgeOptions
 
 
@@ -83,7 +83,7 @@ def grade(
     if not is_quiet():
         stdout_console().print(
             f"Graded {summary.assertions:,} assertion(s) on {summary.samples:,} sample(s): "
-            f"{summary.passed:,} passed → {where}"
+            f"{summary.passed:,} passed → {escape(where)}"
         )
 
 

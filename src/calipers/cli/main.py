@@ -116,7 +116,7 @@ def _in_flags(exc: CalipersError) -> tuple[str, str | None]:
 
 
 def _escape(text: str) -> str:
-    from rich.markup import escape
+    from calipers.render.text import escape
 
     return escape(text)
 

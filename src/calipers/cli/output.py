@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 
 from calipers.cli.main import stdout_console
 from calipers.render.html import write_html
 from calipers.render.json_report import write_json
+from calipers.render.text import escape
 
 
 def emit(

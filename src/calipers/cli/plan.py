@@ -8,13 +8,13 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.markup import escape
 
 from calipers import api
 from calipers.cli.data import print_warnings
 from calipers.cli.main import cli
 from calipers.cli.options import db_option, json_option, quiet_option
 from calipers.cli.output import emit
+from calipers.render.text import escape
 from calipers.verdicts.planning import Plan
 
 

@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from calipers.cli.main import cli
 from calipers.cli.options import db_option, html_option, json_option, quiet_option
 from calipers.cli.output import emit
 from calipers.errors import InputError
+from calipers.render.text import escape
 
 
 @cli.command("report")

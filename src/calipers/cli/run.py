@@ -7,7 +7,6 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from calipers.cli.main import cli, stdout_console
@@ -20,6 +19,7 @@ from calipers.cli.options import (
     quiet_option,
 )
 from calipers.errors import DataError
+from calipers.render.text import escape
 from calipers.running.executor import default_workers
 from calipers.running.judging import summarize
 from calipers.running.run_suite import RunOptions, SuiteRun, run_suite
@@ -32,7 +32,7 @@ def store_rows(rows: list[dict[str, object]], name: str, db: Path) -> int:
     from calipers.data.store import Store
 
     with Store(db) as store:
-        return store.import_rows(rows, name=name).samples
+        return store.import_rows(rows).samples
 
 
 @cli.command("run")
@@ -165,7 +165,7 @@ def report(body: dict[str, Any], result: SuiteRun, db: Path) -> None:
         judges_table(body["judging"], console)
     console.print(
         f"[dim]{body['invocations']} pipeline invocations, {body['cached']} from the cache "
-        f"({body['executor']}) · {body['stored']} samples in {db}[/]",
+        f"({body['executor']}) · {body['stored']} samples in {escape(str(db))}[/]",
         highlight=False,
     )
     for note in result.notes:

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.markup import escape
 
 from calipers import api
 from calipers.cli.data import print_warnings
@@ -25,6 +24,7 @@ from calipers.cli.options import (
 )
 from calipers.cli.output import emit
 from calipers.errors import InputError
+from calipers.render.text import escape
 from calipers.report.score_pages import score_page
 from calipers.schemes import available, get_scheme
 from calipers.schemes.base import Scheme, SchemeResult

@@ -66,6 +66,17 @@ def _diagnose_jsonl(path: Path, checker: RecordChecker) -> list[Problem]:
                 continue
             try:
                 obj = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+            except RecursionError:
+                problems.append(
+                    Problem(
+                        "JSON nested too deeply to read",
+                        file=name,
+                        line=line,
+                        expected="a sample nested at most a few hundred levels",
+                        got=describe(text.strip()),
+                    )
+                )
+                continue
             except json.JSONDecodeError as exc:
                 problems.append(
                     Problem(

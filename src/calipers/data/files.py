@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import IO
+
+# C0 controls except tab and newline, DEL, and the C1 controls (ESC starts ANSI; 0x9b is a
+# one-byte CSI in some terminals)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible_controls(text: str) -> str:
+    """Control characters as `\\xNN` (tab and newline kept): a name or path shown anywhere."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def sql_literal(text: str) -> str:

@@ -78,7 +78,10 @@ def layer_case(item: str) -> str:
 
 _NUM = {"type": "number"}
 _NONNEG_NUM = {"type": "number", "minimum": 0}
-_NONNEG_INT = {"type": "integer", "minimum": 0}
+INT32_MAX = 2**31 - 1  # the store's INTEGER columns (epoch, tool_calls, steps)
+INT64_MAX = 2**63 - 1  # its BIGINT columns (tokens)
+_NONNEG_INT32 = {"type": "integer", "minimum": 0, "maximum": INT32_MAX}
+_NONNEG_INT = {"type": "integer", "minimum": 0, "maximum": INT64_MAX}
 _STR = {"type": "string"}
 
 
@@ -183,7 +186,7 @@ FIELDS: tuple[Field, ...] = (
     Field(
         "epoch",
         "INTEGER",
-        _NONNEG_INT,
+        _NONNEG_INT32,
         "repeat index; repeats of one sample form a cluster",
         required=True,
         default=0,
@@ -208,8 +211,8 @@ FIELDS: tuple[Field, ...] = (
     Field("tokens_out", "BIGINT", _NONNEG_INT, "output tokens"),
     Field("cost_usd", "DOUBLE", _NONNEG_NUM, "cost in US dollars"),
     Field("latency_s", "DOUBLE", _NONNEG_NUM, "wall-clock latency in seconds"),
-    Field("tool_calls", "INTEGER", _NONNEG_INT, "number of tool calls"),
-    Field("steps", "INTEGER", _NONNEG_INT, "number of agent steps or turns"),
+    Field("tool_calls", "INTEGER", _NONNEG_INT32, "number of tool calls"),
+    Field("steps", "INTEGER", _NONNEG_INT32, "number of agent steps or turns"),
     Field("error", "VARCHAR", _STR, "why the pipeline or judge failed for this sample"),
     Field(
         "assertions",

@@ -19,7 +19,7 @@ import duckdb
 
 from calipers.data import diagnose
 from calipers.data.files import open_bytes, sql_literal, sql_name
-from calipers.data.model import FIELDS, KEY, Field, layer_case
+from calipers.data.model import FIELDS, INT32_MAX, KEY, Field, layer_case
 from calipers.data.sampleset import scalar
 from calipers.data.validate import FLAT_FIELDS, NONNEGATIVE
 from calipers.errors import InputError, Problem, ValidationError
@@ -65,6 +65,44 @@ def detect_format(path: Path, fmt: str = "auto") -> str:
     )
 
 
+def _check_readable(path: Path) -> None:
+    """A FIFO, socket or device would block or never end, and a .gz that is not gzip (or is cut
+    short) fails halfway through a read: each is refused up front with what is wrong."""
+    import stat
+
+    if not path.exists() or path.is_dir():
+        return  # _check_path (or a directory adapter) says what to do
+    mode = path.stat().st_mode
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "not a regular file"
+        raise ValidationError(
+            [Problem("is not a regular file", file=str(path), expected="a regular file", got=kind)],
+            hint="Write the data to a file first (calipers reads a file more than once).",
+        )
+    if path.suffix.lower() == ".gz":
+        import gzip
+        import zlib
+
+        try:
+            with gzip.open(path, "rb") as fh:
+                while fh.read(1 << 20):
+                    pass
+        except (OSError, EOFError, zlib.error) as exc:
+            what = "cut short" if isinstance(exc, EOFError) else str(exc)
+            raise ValidationError(
+                [
+                    Problem(
+                        "is named .gz but is not a whole gzip file",
+                        file=str(path),
+                        expected="a complete gzip stream",
+                        got=what,
+                    )
+                ],
+                hint="Re-create the file (gzip FILE), or drop the .gz from its name if it is "
+                "not compressed.",
+            ) from None
+
+
 def _check_path(path: Path) -> None:
     if not path.exists():
         raise ValidationError(
@@ -98,6 +136,7 @@ def stage_file(
     into sample rows first and validated as JSON Lines."""
     from calipers.data.adapters import adapter_for
 
+    _check_readable(path)
     read_rows = adapter_for(path, fmt) if path.exists() else None
     if read_rows is not None:
         return _stage_rows(con, path, table, read_rows(path), run=run, fmt=fmt)
@@ -233,7 +272,7 @@ def _jsonl_unknown_fields(path: Path) -> list[str]:
                 break
             try:
                 obj = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):  # the diagnostic pass reports the line
                 continue
             if isinstance(obj, dict):
                 for k in obj:
@@ -374,6 +413,8 @@ def _sql_violations(con: duckdb.DuckDBPyConnection, table: str) -> int:
         if f.duckdb_type == "DOUBLE":
             conds.append(f"isnan({f.name}) OR isinf({f.name})")
     conds += [f"{name} < 0" for name in NONNEGATIVE]
+    # the store's INTEGER columns are 32-bit: a Parquet INT64 epoch of 2³³ is an error, not a cast
+    conds += [f"{sql_name(f.name)} > {INT32_MAX}" for f in FIELDS if f.duckdb_type == "INTEGER"]
     conds.append("guess_chance < 0 OR guess_chance > 1")
     conds.append(
         "list_bool_or(list_transform(assertions, lambda a: a.type IS NULL OR a.type = '' "

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import tempfile
 import threading
+import time
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,7 +24,7 @@ from typing import Any
 import duckdb
 
 from calipers.data import migrations
-from calipers.data.files import sql_literal, sql_name
+from calipers.data.files import sql_literal, sql_name, visible_controls
 from calipers.data.model import FIELD_BY_NAME, FIELD_NAMES, FIELDS, KEY
 from calipers.data.readers import StagedFile, stage_file
 from calipers.data.sampleset import SampleSet, scalar
@@ -91,6 +93,29 @@ def _not_a_store(path: Path, tables: Sequence[str]) -> InputError:
     )
 
 
+DEFAULT_LOCK_WAIT = 60.0  # seconds a command waits for another process's write to finish
+
+
+def lock_wait_seconds() -> float:
+    """How long to wait for a store another process writes: CALIPERS_LOCK_WAIT, else 60 s."""
+    raw = os.environ.get("CALIPERS_LOCK_WAIT")
+    try:
+        return max(0.0, float(raw)) if raw is not None else DEFAULT_LOCK_WAIT
+    except ValueError:
+        raise InputError(
+            f"CALIPERS_LOCK_WAIT={raw!r} is not a number of seconds",
+            hint="Set it to e.g. 30, or unset it for the default (60).",
+        ) from None
+
+
+def _stderr_notice(message: str) -> None:
+    sys.stderr.write(visible_controls(message) + "\n")
+    sys.stderr.flush()
+
+
+lock_notice = _stderr_notice  # the CLI and tests may replace it
+
+
 class _Shared:
     """This process's one DuckDB database for one store file.
 
@@ -119,7 +144,26 @@ class _Shared:
 
     def _attach(self, *, writable: bool) -> None:
         mode = "" if writable else " (READ_ONLY)"
-        self.root.execute(f"ATTACH {sql_literal(str(self.path))} AS store{mode}")
+        statement = f"ATTACH {sql_literal(str(self.path))} AS store{mode}"
+        deadline = time.monotonic() + lock_wait_seconds()
+        delay, told = 0.05, False
+        while True:
+            try:
+                self.root.execute(statement)
+                break
+            except duckdb.IOException as exc:
+                # Another process writes the file (DuckDB allows one writer, and no reader beside
+                # it, across processes): wait for it, bounded, and say so once.
+                if "lock" not in str(exc).lower() or time.monotonic() + delay > deadline:
+                    raise
+                if not told:
+                    lock_notice(
+                        f"waiting for the store {self.path}: another process has it open for "
+                        f"writing (up to {lock_wait_seconds():g} s; CALIPERS_LOCK_WAIT sets it)"
+                    )
+                    told = True
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
         self.writable, self.attached = writable, True
 
     def ensure(self, *, writable: bool) -> None:
@@ -195,7 +239,8 @@ def _cannot_open(path: Path, exc: duckdb.Error, *, writable: bool, upgrading: bo
         )
     return InputError(
         f"cannot open the store {path}{how}: {exc}",
-        hint="Is it a DuckDB file, and not open in another process?",
+        hint="Is it a DuckDB file? If another process is writing it, wait for that process (or "
+        "raise CALIPERS_LOCK_WAIT, the seconds calipers waits for it).",
     )
 
 
@@ -310,14 +355,15 @@ class Store:
         warnings = [w for s in staged for w in s.warnings]
         return ImportSummary(len(staged), written, replaced, runs, warnings)
 
-    def import_rows(self, rows: Sequence[dict[str, Any]], *, name: str) -> ImportSummary:
+    def import_rows(self, rows: Sequence[dict[str, Any]]) -> ImportSummary:
         """Import samples made in this process (`calipers check`, `calipers run`) through the
-        same validation as a file: written as JSON Lines to a temporary file, then imported."""
+        same validation as a file: written as JSON Lines to a temporary file, then imported.
+        The rows carry their run's name; it is never part of a path."""
         import json
         import tempfile
 
         with tempfile.TemporaryDirectory(prefix="calipers-rows-") as tmp:
-            path = Path(tmp) / f"{name}.jsonl"
+            path = Path(tmp) / "samples.jsonl"
             path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
             return self.import_files([path])
 

@@ -316,7 +316,9 @@ def call_judge(judge: Judge, prompt: str) -> tuple[str | None, str | None]:
     """(reply, None) or (None, error) — a plain function of picklable arguments, so that any
     backend (threads, Ray) can run it."""
     try:
-        return judge.complete(prompt), None
+        # a reply that echoes the API key (a misconfigured proxy, a prompt-injected judge) is
+        # scrubbed before it reaches the cache, the store or a report
+        return judge.redact(judge.complete(prompt)), None
     except JudgeCallError as exc:
         return None, judge.redact(str(exc))
 

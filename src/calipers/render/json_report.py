@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,8 +28,14 @@ def clean(value: Any) -> Any:
     return value
 
 
+_C1 = re.compile("[\x7f-\x9f]")
+
+
 def dumps(report: dict[str, Any]) -> str:
-    return json.dumps(clean(report), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    """Indented JSON, UTF-8 kept readable; C0 controls are escaped by json itself, and DEL and
+    the C1 controls (0x9b is a one-byte CSI) too, so `--json -` cannot drive a terminal."""
+    text = json.dumps(clean(report), indent=2, ensure_ascii=False, allow_nan=False)
+    return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
 
 def write_json(report: dict[str, Any], destination: str | Path) -> None:

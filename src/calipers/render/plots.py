@@ -9,6 +9,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from calipers.render.text import visible_controls
+
 _STYLE: dict[str, Any] = {
     "svg.fonttype": "none",
     "svg.hashsalt": "calipers",
@@ -16,12 +18,13 @@ _STYLE: dict[str, Any] = {
     "font.size": 9,
     "axes.spines.top": False,
     "axes.spines.right": False,
+    "text.parse_math": False,  # names are data: `cost_$_per_$_token` is not mathtext
 }
 
 
-def plain_text(text: str) -> str:
-    """A name drawn as itself: `$` would start matplotlib's mathtext."""
-    return str(text).replace("$", r"\$")
+def plain_text(text: object) -> str:
+    """A name drawn as itself: mathtext is off in _STYLE; control characters become visible."""
+    return visible_controls(str(text))
 
 
 def _svg(figure: Any) -> str:
@@ -68,7 +71,7 @@ def forest(
                 )  # fmt: skip
             axes.set_yticks(range(len(shown)), [plain_text(r[0]) for r in reversed(shown)])
             axes.set_xlabel(xlabel)
-            axes.set_title(title, loc="left", fontsize=10)
+            axes.set_title(plain_text(title), loc="left", fontsize=10)
             axes.set_ylim(-0.6, len(shown) - 0.4)
             return _svg(figure)
         finally:
@@ -95,9 +98,11 @@ def heatmap(
                 if not np.isnan(value):
                     axes.text(j, i, f"{value:.2f}", ha="center", va="center",
                               color="white" if value > 0.6 else "black", fontsize=8)  # fmt: skip
-            axes.set_xticks(range(len(columns)), list(columns), rotation=30, ha="right")
-            axes.set_yticks(range(len(rows)), list(rows))
-            axes.set_title(title, loc="left", fontsize=10)
+            axes.set_xticks(
+                range(len(columns)), [plain_text(c) for c in columns], rotation=30, ha="right"
+            )
+            axes.set_yticks(range(len(rows)), [plain_text(r) for r in rows])
+            axes.set_title(plain_text(title), loc="left", fontsize=10)
             figure.colorbar(image, ax=axes, label=label, fraction=0.05)
             return _svg(figure)
         finally:
@@ -119,9 +124,9 @@ def deltas(labels: Sequence[str], values: Sequence[float | None], *, title: str)
             colors = ["#1b7f3b" if v > 0 else "#b02020" if v < 0 else "#999999" for _, v in shown]
             axes.barh(list(ys), [v for _, v in shown], color=colors, height=0.6)
             axes.axvline(0.0, color="#555555", linewidth=1)
-            axes.set_yticks(list(ys), [label for label, _ in shown])
+            axes.set_yticks(list(ys), [plain_text(label) for label, _ in shown])
             axes.invert_yaxis()
-            axes.set_title(title, loc="left", fontsize=10)
+            axes.set_title(plain_text(title), loc="left", fontsize=10)
             return _svg(figure)
         finally:
             plt.close(figure)
@@ -152,10 +157,10 @@ def grouped_bars(
                 xs = [i + (k - (len(series) - 1) / 2) * width for i in range(len(groups))]
                 pairs = [(x, v) for x, v in zip(xs, values, strict=True) if v is not None]
                 axes.bar([x for x, _ in pairs], [v for _, v in pairs], width=width * 0.95,
-                         color=_COLORS[k % len(_COLORS)], label=name)  # fmt: skip
-            axes.set_xticks(range(len(groups)), list(groups))
+                         color=_COLORS[k % len(_COLORS)], label=plain_text(name))  # fmt: skip
+            axes.set_xticks(range(len(groups)), [plain_text(g) for g in groups])
             axes.set_ylabel(ylabel)
-            axes.set_title(title, loc="left", fontsize=10)
+            axes.set_title(plain_text(title), loc="left", fontsize=10)
             axes.legend(fontsize=8, frameon=False, bbox_to_anchor=(1.0, 1.0), loc="upper left")
             return _svg(figure)
         finally:
@@ -184,10 +189,10 @@ def curves(
                     ys = [float("nan") if v is None else v for v in values]
                     color = _COLORS[names.index(name) % len(_COLORS)]
                     axes.plot(range(len(ys)), ys, "o-", color=color, markersize=3, linewidth=1.2,
-                              label=name)  # fmt: skip
-                axes.set_xticks(range(len(labels)), list(labels), rotation=45, ha="right",
-                                fontsize=6)  # fmt: skip
-                axes.set_title(panel, fontsize=9)
+                              label=plain_text(name))  # fmt: skip
+                axes.set_xticks(range(len(labels)), [plain_text(x) for x in labels], rotation=45,
+                                ha="right", fontsize=6)  # fmt: skip
+                axes.set_title(plain_text(panel), fontsize=9)
                 axes.set_ylim(0.0, 1.05)
             for axes in list(grid.flat)[len(panels) :]:
                 axes.set_visible(False)
@@ -220,10 +225,12 @@ def pareto(
                 best = label in frontier
                 axes.plot([x], [y], "o", markersize=7, color="#1b7f3b" if best else "#777777",
                           markerfacecolor=None if best else "white")  # fmt: skip
-                axes.annotate(label, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
+                axes.annotate(
+                    plain_text(label), (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8
+                )
             axes.set_xlabel(xlabel)
             axes.set_ylabel(ylabel)
-            axes.set_title(title, loc="left", fontsize=10)
+            axes.set_title(plain_text(title), loc="left", fontsize=10)
             return _svg(figure)
         finally:
             plt.close(figure)
@@ -259,7 +266,7 @@ def history_bands(
                 out = np.abs(y - mean) > 2 * sd + 1e-12
                 axes.plot(xs[~out], y[~out], "o", color="#1f5fa8", markersize=3)
                 axes.plot(xs[out], y[out], "o", color="#b02020", markersize=5)
-                axes.set_title(panel, fontsize=9)
+                axes.set_title(plain_text(panel), fontsize=9)
                 axes.xaxis.set_major_locator(MaxNLocator(integer=True))
             for axes in list(grid.flat)[len(panels) :]:
                 axes.set_visible(False)

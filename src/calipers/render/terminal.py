@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+
+from calipers.render.text import escape
 
 if TYPE_CHECKING:
     import pandas as pd

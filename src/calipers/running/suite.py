@@ -148,6 +148,12 @@ def _jsonl_tasks(path: Path) -> list[Task]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise InputError(f"{path}: cannot read the cases file: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{path}: the cases file is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at "
+            f"offset {exc.start})",
+            hint="Save it as UTF-8.",
+        ) from None
     tasks = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -172,6 +178,12 @@ def _input_text(suite_path: Path, task: Task) -> str:
         raise InputError(
             f"{suite_path}: task '{task.id}': field 'input_file': cannot read {source}: "
             f"{exc.strerror}"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{suite_path}: task '{task.id}': field 'input_file': {source} is not UTF-8 text "
+            f"(byte 0x{exc.object[exc.start]:02x} at offset {exc.start})",
+            hint="Save it as UTF-8.",
         ) from None
 
 

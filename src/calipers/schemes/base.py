@@ -171,8 +171,9 @@ class Scheme(ABC):
 
     def compare_terminal(self, result: Any, console: Console) -> None:
         from calipers.render.terminal import frame_table
+        from calipers.render.text import escape
 
-        console.print(f"[bold]{result.verdict_text}[/]", highlight=False)
+        console.print(f"[bold]{escape(result.verdict_text)}[/]", highlight=False)
         console.print(frame_table(result.to_frame(), title=f"{self.name} comparison"))
 
     def html_section(self, report: dict[str, Any]) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,12 @@ def adapter_for(path: Path, fmt: str) -> Callable[[Path], Rows] | None:
         return ADAPTERS[fmt][1]
     if fmt == "auto":
         for detect, read in ADAPTERS.values():
-            if detect(path):
+            try:
+                found = detect(path)
+            except (RecursionError, EOFError, OSError, UnicodeDecodeError, zlib.error):
+                # a file no sniffer can read (nested too deep, a broken .gz): it is not another
+                # tool's output; the sample reader reports what is wrong with it
+                found = False
+            if found:
                 return read
     return None

@@ -4,11 +4,11 @@ line followed by a table of variants and a table of pairs."""
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from calipers.render.terminal import notes as print_notes
 from calipers.render.terminal import num
+from calipers.render.text import escape
 from calipers.schemes.layered.scoring import SummaryResult
 from calipers.verdicts.by_task import adjustment_label
 from calipers.verdicts.compare import CompareResult, PairResult
@@ -33,12 +33,12 @@ def _interval(low: float | None, high: float | None, fmt: str = ".2f") -> str:
 def _variants_table(runs: dict[str, RunSummary], title: str, control: str | None) -> Table:
     any_run = next(iter(runs.values()))
     components = list(any_run.components) if any_run.layers_used else []  # metric: no layers
-    table = Table(title=title, title_justify="left", pad_edge=False)
+    table = Table(title=escape(title), title_justify="left", pad_edge=False)
     table.add_column("run", overflow="fold")
     table.add_column("n", justify="right")
     table.add_column("composite", justify="right")
     for name in components:
-        table.add_column(name, justify="right")
+        table.add_column(escape(name), justify="right")
     if components:
         table.add_column("layers", overflow="fold")
     for run in runs.values():
@@ -179,7 +179,8 @@ def comparison(result: CompareResult, console: Console) -> None:
                       for p in result.pairs))  # fmt: skip
         for name in layers:
             table.add_row(
-                name, *(_diff_cell(p.comparison.components.get(name)) for p in result.pairs)
+                escape(name),
+                *(_diff_cell(p.comparison.components.get(name)) for p in result.pairs),
             )
         table.add_row("MDE", *(num(p.comparison.mde, ".3f") for p in result.pairs))
         if any(p.margin for p in result.pairs):

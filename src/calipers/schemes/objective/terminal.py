@@ -4,11 +4,11 @@ of per-task deltas, and the hard regressions."""
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from calipers.render.terminal import notes as print_notes
 from calipers.render.terminal import num
+from calipers.render.text import escape
 from calipers.schemes.objective.scoring import ObjectiveResult
 from calipers.schemes.objective.verdict import ObjectiveComparison, ObjectiveVerdict
 
@@ -61,7 +61,9 @@ def comparison(result: ObjectiveComparison, console: Console) -> None:
 def task_scores(result: ObjectiveResult, console: Console) -> None:
     """Per run, each task's objective, judge, cost adjustment and composite."""
     for run, tasks in result.tasks.items():
-        table = Table(title=f"{run}: objective composite", title_justify="left", pad_edge=False)
+        table = Table(
+            title=f"{escape(run)}: objective composite", title_justify="left", pad_edge=False
+        )
         for name in ("task", "n", "objective", "judge", "cost adj", "composite"):
             table.add_column(name, justify="left" if name == "task" else "right", overflow="fold")
         for t in tasks.values():

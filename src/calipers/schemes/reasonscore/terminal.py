@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from calipers.render.terminal import notes, num
+from calipers.render.text import escape
 
 if TYPE_CHECKING:
     from calipers.schemes.reasonscore.scoring import ReasonScoreResult
@@ -22,11 +23,11 @@ def reasonscore_leaderboard(result: ReasonScoreResult, console: Console) -> None
     table.add_column("#", justify="right")
     table.add_column("run", overflow="fold")
     for tier in tiers:
-        table.add_column(tier, justify="right")
+        table.add_column(escape(tier), justify="right")
     table.add_column("tokens", justify="right")
     table.add_column("score/token", justify="right")
     for rank, run in enumerate(result.ranked(), start=1):
-        cells = [str(rank), run.run]
+        cells = [str(rank), escape(run.run)]
         for tier in tiers:
             t = run.tiers.get(tier)
             cells.append(num(t.score if t else None, ".0f"))
@@ -39,14 +40,14 @@ def reasonscore_leaderboard(result: ReasonScoreResult, console: Console) -> None
 def reasonscore_tasks(result: ReasonScoreResult, console: Console) -> None:
     """Per run, the task scores of each tier (0–1, after the 0.01 floor)."""
     for run in result.ranked():
-        table = Table(title=f"{run.run}: task scores", title_justify="left", pad_edge=False)
+        table = Table(title=f"{escape(run.run)}: task scores", title_justify="left", pad_edge=False)
         table.add_column("task")
         tiers = list(run.tiers)
         for tier in tiers:
-            table.add_column(tier, justify="right")
+            table.add_column(escape(tier), justify="right")
         tasks = sorted({task for t in run.tiers.values() for task in t.tasks})
         for task in tasks:
-            cells = [task]
+            cells = [escape(task)]
             for tier in tiers:
                 ts = run.tiers[tier].tasks.get(task)
                 cells.append(num(ts.score if ts else None, ".3f"))

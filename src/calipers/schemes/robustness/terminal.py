@@ -4,11 +4,11 @@ intervals kelvin does not have, and a per-case table."""
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from calipers.render.terminal import notes as print_notes
 from calipers.render.terminal import num
+from calipers.render.text import escape
 from calipers.schemes.robustness.scoring import (
     INVARIANCE_KINDS,
     RobustnessResult,
@@ -149,7 +149,7 @@ def run_summary(
 
 
 def case_table(result: RunRobustness, console: Console) -> None:
-    table = Table(title=f"{result.run}: per case", title_justify="left", pad_edge=False)
+    table = Table(title=f"{escape(result.run)}: per case", title_justify="left", pad_edge=False)
     for name in ("case", "baseline", "invariance", "n", "sensitivity", "n ", "failed"):
         table.add_column(name, justify="left" if name in ("case", "baseline") else "right")
     for c in result.cases:

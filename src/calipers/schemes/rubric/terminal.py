@@ -4,11 +4,11 @@ breakdown (composite, each red flag and bonus, final, grade), and per task a ran
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from calipers.render.terminal import notes as print_notes
 from calipers.render.terminal import num
+from calipers.render.text import escape
 from calipers.schemes.rubric.rank import RankResult
 from calipers.schemes.rubric.scoring import Evaluation, RubricResult
 
@@ -29,7 +29,7 @@ def runs_table(result: RubricResult, console: Console) -> None:
         low, high = r.interval if r.interval else (None, None)
         interval = "—" if low is None else f"[{num(low, '.2f')}, {num(high, '.2f')}]"
         grades = " ".join(f"{g}:{n}" for g, n in r.grades.items() if n)
-        table.add_row(escape(r.run), str(r.n), f"{r.mean_final:.2f}", interval, grades)
+        table.add_row(escape(r.run), str(r.n), f"{r.mean_final:.2f}", interval, escape(grades))
     console.print(table)
 
 
@@ -37,7 +37,7 @@ def breakdown(e: Evaluation, console: Console) -> None:
     """The seed's report: original composite, each red flag and bonus, final score and grade."""
     console.print(
         f"[bold]{_label(e)}[/]  composite {e.composite:.2f} → final [bold]{e.final:.2f}[/] "
-        f"{e.grade} ({e.label})",
+        f"{escape(e.grade)} ({escape(e.label)})",
         highlight=False,
     )
     for kind, items in (("red flag", e.red_flags), ("bonus", e.bonuses)):
@@ -51,7 +51,7 @@ def breakdown(e: Evaluation, console: Console) -> None:
             )
     for flag in e.history_flags:
         console.print(
-            f"    [yellow]review[/] {flag.dimension} {flag.score:.2f} vs history "
+            f"    [yellow]review[/] {escape(flag.dimension)} {flag.score:.2f} vs history "
             f"{flag.mean:.2f} ± {flag.sd:.2f} (n={flag.n_history})",
             highlight=False,
         )
@@ -85,8 +85,8 @@ def ranking(result: RankResult, console: Console) -> None:
             why = "equivalent" if entry.equivalent_to_previous else (entry.tie_break or "")
             sample = f"{e.sample_id}#{e.epoch}" if e.epoch else e.sample_id
             table.add_row(
-                str(entry.position), escape(e.run), escape(sample), f"{e.final:.2f}", e.grade,
-                why,
+                str(entry.position), escape(e.run), escape(sample), f"{e.final:.2f}",
+                escape(e.grade), escape(why),
             )  # fmt: skip
         console.print(table)
         if task_ranking.all_equivalent:

@@ -1,0 +1,131 @@
+"""Run, task and sample names are data on every command: never a file path (`calipers run --run
+../../victim` writes nothing outside), never terminal markup or control sequences (a run named
+`x[/]` or carrying ANSI escapes and OSC hyperlinks), never matplotlib mathtext
+(`cost_$_per_$_token`)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from calipers.cli.main import main
+from calipers.render.text import escape, visible_controls
+
+EXAMPLES = Path(__file__).parent.parent / "docs" / "examples"
+FIXTURES = Path(__file__).parent / "fixtures"
+PY = shlex.quote(sys.executable)
+PIPELINE = f"{PY} {shlex.quote(str(FIXTURES / 'pipelines' / 'answer_pipeline.py'))}"
+
+MARKUP = "x[/]"
+LINK = "[link=https://evil.example]click[/link]\x1b[31mred\x1b]8;;http://x\x07"
+MATH = "cost_$_per_$_token"
+BELL = "t[b]\x07\r"
+
+
+def test_escape_keeps_text_literal_for_rich() -> None:
+    from rich.console import Console
+
+    console = Console(record=True, width=200, color_system=None)
+    for name in (MARKUP, LINK, MATH, BELL, "[bold]b[/bold]"):
+        console.print(escape(name))
+    out = console.export_text()
+    assert "\x1b" not in out and "\x07" not in out and "\r" not in out
+    assert "x[/]" in out and "[link=https://evil.example]click[/link]\\x1b[31mred" in out
+    assert "[bold]b[/bold]" in out and MATH in out
+    assert visible_controls("a\tb\nc\x1bd\x9be") == "a\tb\nc\\x1bd\\x9be"
+
+
+def _renamed(tmp_path: Path, example: str, runs: list[str], tasks: list[str]) -> Path:
+    """The docs example with its runs and tasks renamed, in order of appearance."""
+    rows = [json.loads(line) for line in (EXAMPLES / example).read_text().splitlines()]
+    run_map: dict[str, str] = {}
+    task_map: dict[str, str] = {}
+    for r in rows:
+        run_map.setdefault(r["run"], runs[len(run_map) % len(runs)])
+        task_map.setdefault(r["task"], tasks[len(task_map) % len(tasks)])
+        r["run"], r["task"] = run_map[r["run"]], task_map[r["task"]]
+    path = tmp_path / example
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _clean(capsys: pytest.CaptureFixture[str]) -> str:
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "Traceback" not in text
+    assert "\x1b" not in text and "\x07" not in text, text[:400]
+    return text
+
+
+def test_hostile_names_through_the_store_and_the_layered_views(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    data = _renamed(tmp_path, "layered.jsonl", [MARKUP, LINK], [MATH, BELL])
+    db = str(tmp_path / "s[1].duckdb")  # a path is data too
+    assert main(["import", str(data), "--db", db]) == 0
+    assert MARKUP in _clean(capsys)
+    assert main(["runs", "--db", db]) == 0
+    text = _clean(capsys)
+    assert MARKUP in text and "s[1].duckdb" in text
+    assert main(["score", "--scheme", "layered", "--db", db, "--tasks"]) == 0
+    assert MARKUP in _clean(capsys)
+    html = tmp_path / "c.html"
+    code = main(["compare", str(data), "--scheme", "layered", "--baseline", MARKUP,
+                 "--candidate", LINK, "--gate", "none", "--html", str(html)])  # fmt: skip
+    assert code == 0
+    text = _clean(capsys)
+    assert MARKUP in text and "click[/link]\\x1b[31mred" in text
+    assert MATH in html.read_text()  # drawn as itself in the plot, not as mathtext
+    assert main(["report", "--db", db, "--html", str(tmp_path / "r.html")]) == 0
+    _clean(capsys)
+
+
+@pytest.mark.parametrize(
+    ("example", "args"),
+    [
+        ("reasonscore.jsonl", ["score", "{data}", "--scheme", "reasonscore", "--tasks"]),
+        ("reasonscore.jsonl", ["leaderboard", "{data}"]),
+        ("rubric.jsonl", ["score", "{data}", "--scheme", "rubric", "--rubric", "{rubric}"]),
+        ("rubric.jsonl", ["rank", "{data}", "--rubric", "{rubric}", "--json", "-"]),
+        ("objective.jsonl", ["score", "{data}", "--scheme", "objective"]),
+    ],
+)
+def test_hostile_names_in_every_scheme_view(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], example: str, args: list[str]
+) -> None:
+    data = _renamed(tmp_path, example, [MARKUP, LINK, MATH], [MATH, BELL, MARKUP])
+    given = {"data": str(data), "rubric": str(EXAMPLES / "rubric.yaml")}
+    argv: list[Any] = [a.format(**given) for a in args]
+    if "--json" not in argv:  # rank has no page (yet); its JSON is checked instead
+        argv += ["--html", str(tmp_path / "p.html")]
+    assert main(argv) == 0
+    text = _clean(capsys)
+    assert MARKUP in text or json.dumps(MARKUP)[1:-1] in text
+
+
+@pytest.mark.parametrize("name", ["feature/login-v2", "../../../../escape/victim", MARKUP, LINK])
+def test_a_run_name_is_never_a_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    work = tmp_path / "a" / "b" / "c" / "d"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    (work / "suite.yaml").write_text(
+        "name: s\ntasks:\n  - id: t1\n    input: hi\n    assertions:\n"
+        "      - {type: contains, value: hi}\n"
+    )
+    before = {p for p in tmp_path.rglob("*")}
+    code = main(["run", "suite.yaml", "--pipeline", PIPELINE + " {input} {output}", "--run", name,
+                 "--db", "s.duckdb"])  # fmt: skip
+    assert code == 0
+    _clean(capsys)
+    outside = {p for p in tmp_path.rglob("*") if work not in p.parents and p != work} - before
+    assert outside == set()  # nothing written beside or above the working directory
+    assert main(["runs", "--db", "s.duckdb", "--json"]) == 0
+    assert [r["run"] for r in json.loads(capsys.readouterr().out)] == [name]
