@@ -15,11 +15,13 @@ read from the environment variable you name, and are scrubbed from every error t
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import re
 import shlex
+import stat
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -258,7 +260,9 @@ class CommandJudge:
     retry_delay_s: float = 1.0
 
     def identity(self) -> str:
-        return f"command\x00{self.command}"
+        """The command line and the content of every file it names (the judge's script): a
+        changed judge program is a new judge, not a cache hit on the old one's replies."""
+        return f"command\x00{self.command}\x00{_files_digest(self.command)}"
 
     def redact(self, text: str) -> str:
         return text
@@ -290,14 +294,51 @@ class CommandJudge:
         return proc.stdout
 
 
+_FILE_HASH_LIMIT = 16 << 20  # larger files (an interpreter binary) count by size and mtime
+
+
+def _files_digest(command: str) -> str:
+    """sha256 over the files a command line names (existing regular files among its words);
+    re-read only when one's size or mtime changes."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return ""
+    stamps = []
+    for word in words:
+        try:
+            info = Path(word).stat()
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode):
+            stamps.append((word, info.st_size, info.st_mtime_ns))
+    return _hash_files(tuple(stamps))
+
+
+@functools.lru_cache(maxsize=64)
+def _hash_files(stamps: tuple[tuple[str, int, int], ...]) -> str:
+    digest = hashlib.sha256()
+    for word, size, mtime_ns in stamps:
+        digest.update(word.encode() + b"\x00")
+        try:
+            if size > _FILE_HASH_LIMIT:
+                raise OSError
+            digest.update(Path(word).read_bytes())
+        except OSError:
+            digest.update(f"{size}\x00{mtime_ns}".encode())
+    return digest.hexdigest()
+
+
 @dataclass(frozen=True)
 class JudgeCache:
     """Successful replies on disk, keyed by judge identity, prompt version, prompt and repeat."""
 
     directory: Path
 
-    def key(self, judge: Judge, prompt_sha256: str, prompt: str, repeat: int) -> str:
-        parts = (judge.identity(), prompt_sha256, prompt, str(repeat))
+    def key(
+        self, judge: Judge, prompt_sha256: str, prompt: str, repeat: int, *, draw: str = ""
+    ) -> str:
+        parts = (judge.identity(), prompt_sha256, prompt, str(repeat), draw)
         return hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()
 
     def get(self, key: str) -> str | None:

@@ -9,6 +9,7 @@ null and its `error` — never a 0 — and is not cached, so a re-run asks again
 from __future__ import annotations
 
 import math
+import threading
 from collections import defaultdict
 from collections.abc import Sequence
 from concurrent.futures import Future
@@ -42,6 +43,9 @@ class JudgeOptions:
 class JudgeRequest:
     template: PromptTemplate
     prompt: str
+    # which draw of the pipeline this judges (run, task, sample, epoch): two epochs with the same
+    # output are two independent judge calls, each cached under its own key
+    draw: str = ""
 
 
 def judge_requests(
@@ -60,29 +64,69 @@ def judge_requests(
         for judge in options.judges:
             for repeat in range(options.repeats):
                 key = (
-                    cache.key(judge, request.template.sha256, request.prompt, repeat)
+                    cache.key(
+                        judge, request.template.sha256, request.prompt, repeat, draw=request.draw
+                    )
                     if cache
                     else None
                 )
                 calls.append((i, judge, repeat, key, cache.get(key) if cache and key else None))
     futures: dict[int, Future[tuple[str | None, str | None]]] = {}
+    kept: list[threading.Event] = []  # set when a call's reply is on disk (or not to be kept)
     with progress_bar(progress) as bar:
         task = bar.add_task("judging", total=len(calls))
         bar.advance(task, sum(1 for *_, hit in calls if hit is not None))
-        for n, (i, judge, _, _, hit) in enumerate(calls):
+        for n, (i, judge, repeat, key, hit) in enumerate(calls):
             if hit is None:
                 futures[n] = backend.call(call_judge, judge, requests[i].prompt)
+                kept.append(threading.Event())
+                futures[n].add_done_callback(
+                    _keep_reply(cache, key, judge, requests[i].template, repeat, kept[-1])
+                )
                 futures[n].add_done_callback(lambda _: bar.advance(task))
-        for future in futures.values():
-            future.exception()
+        try:
+            for future in futures.values():
+                future.exception()
+            for event in kept:  # a future's waiters wake before its callbacks have run
+                event.wait()
+        except KeyboardInterrupt:
+            # Ctrl-C: calls not yet started are dropped; every reply received is already cached
+            for future in futures.values():
+                future.cancel()
+            raise
     out: list[list[dict[str, Any]]] = [[] for _ in requests]
-    for n, (i, judge, repeat, key, hit) in enumerate(calls):
+    for n, (i, judge, repeat, _, hit) in enumerate(calls):
         reply, error = (hit, None) if hit is not None else futures[n].result()
-        rows = judgments_from(judge, requests[i].template, reply, error, repeat=repeat)
-        if cache and key and hit is None and reply is not None and rows[0]["error"] is None:
-            cache.put(key, reply)
-        out[i].extend(rows)
+        out[i].extend(judgments_from(judge, requests[i].template, reply, error, repeat=repeat))
     return out
+
+
+def _keep_reply(
+    cache: JudgeCache | None,
+    key: str | None,
+    judge: Judge,
+    template: PromptTemplate,
+    repeat: int,
+    done: threading.Event,
+) -> Any:
+    """A done-callback that caches a readable reply the moment it arrives (atomically, one file
+    per reply), so a run killed while judging repeats only the calls that were in flight. A
+    failed call or an unreadable reply is never cached."""
+
+    def keep(future: Future[tuple[str | None, str | None]]) -> None:
+        try:
+            if cache is None or key is None or future.cancelled() or future.exception():
+                return
+            reply, error = future.result()
+            if reply is None:
+                return
+            rows = judgments_from(judge, template, reply, error, repeat=repeat)
+            if rows[0]["error"] is None:
+                cache.put(key, reply)
+        finally:
+            done.set()
+
+    return keep
 
 
 @dataclass(frozen=True)
@@ -193,7 +237,8 @@ def judge_store(
                 task=row["input"] if row["input"] is not None else f"(task: {row['task']})",
                 output=row["output"], expected=row["expected"], rules=rules,
             )  # fmt: skip
-            requests.append(JudgeRequest(template, prompt))
+            draw = "\x00".join(str(row[k]) for k in ("run", "task", "sample_id", "epoch"))
+            requests.append(JudgeRequest(template, prompt, draw))
         judged = judge_requests(requests, options, backend, progress=progress)
         replaced = 0
         updates = []

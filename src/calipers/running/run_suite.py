@@ -198,7 +198,8 @@ def judge_rows(
         prompt = template.render(
             task=suite.inputs[task.id], output=row["output"], expected=task.expected, rules=rules
         )
-        requests.append(JudgeRequest(template, prompt))
+        draw = "\x00".join(str(row[k]) for k in ("run", "task", "sample_id", "epoch"))
+        requests.append(JudgeRequest(template, prompt, draw))
     judged = judge_requests(requests, judging, backend, progress=options.progress)
     for row, judgments in zip(todo, judged, strict=True):
         row["judgments"] = judgments
