@@ -86,3 +86,34 @@ def test_a_changed_judge_program_is_not_a_cache_hit(tmp_path: Path) -> None:
     after = judge_requests(_requests(1), options, backend, progress=False)
     backend.close()
     assert (before[0][0]["score"], after[0][0]["score"]) == (2.0, 5.0)
+
+
+def test_judge_failures_are_loud_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from calipers.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "suite.yaml").write_text(
+        "name: s\ntasks:\n  - id: t1\n    input: hi\n  - id: t2\n    input: there\n"
+    )
+    script = Path(__file__).parent / "fixtures" / "pipelines" / "answer_pipeline.py"
+    pipeline = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} {{input}} {{output}}"
+    with judge_server() as server:
+        server.script = lambda body: ("status", 401)  # a wrong key: every call fails
+        code = main(["run", "suite.yaml", "--pipeline", pipeline, "--run", "r",
+                     "--db", "s.duckdb", "--judge", "openai:m", "--judge-base-url", server.url,
+                     "--judge-key-env", "JUDGE_KEY"])  # fmt: skip
+    out = capsys.readouterr()
+    assert code == 2
+    assert "openai:m: 2 of 2 calls failed" in out.out and "HTTP 401" in out.out
+    assert "judge openai:m: 2 of 2 calls failed (all); first error: HTTP 401" in out.err
+    assert main(["runs", "--db", "s.duckdb", "--json"]) == 0  # the samples are stored anyway
+    assert json.loads(capsys.readouterr().out)[0]["samples"] == 2
+    with judge_server() as server:  # half fail: passes by default, fails over a 25% limit
+        answers = iter([("status", 401), ("answer", json.dumps({"score": 4}))] * 4)  # 401: no retry
+        server.script = lambda body: next(answers)
+        args = ["grade", "--db", "s.duckdb", "--judge", "openai:m", "--judge-base-url",
+                server.url, "--judge-key-env", "JUDGE_KEY", "-q"]  # fmt: skip
+        assert main([*args, "--max-judge-failures", "0.25"]) == 2
+    assert "more than 25%" in capsys.readouterr().err

@@ -132,7 +132,8 @@ def test_judge_calls_run_side_by_side_within_a_run(suite: Path) -> None:
 def test_a_judge_failing_after_its_retries_is_missing_never_zero(suite: Path) -> None:
     with judge_server() as server:
         server.script = lambda body: ("status", 500)
-        assert run(suite, "--run", "v1", "--json", "report.json", *openai_judge(server.url)) == 0
+        # every call failed: exit 2, loudly (issue 20) — and the samples are stored anyway
+        assert run(suite, "--run", "v1", "--json", "report.json", *openai_judge(server.url)) == 2
     for row in samples(Path("s.duckdb"), "v1"):
         (judgment,) = row["judgments"]
         assert judgment["score"] is None and "HTTP 500" in judgment["error"]

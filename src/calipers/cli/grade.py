@@ -42,8 +42,8 @@ from calipers.running.judging import JudgeOptions
 def grade(
     file: Path | None, out: Path | None, run: str | None, judges: tuple[str, ...],
     judge_base_url: str | None, judge_key_env: str, judge_kind: str, judge_repeat: int,
-    no_debias_length: bool, rubric: Path | None, jobs: int | None, executor: str,
-    ray_address: str | None, db: Path,
+    max_judge_failures: float | None, no_debias_length: bool, rubric: Path | None,
+    jobs: int | None, executor: str, ray_address: str | None, db: Path,
 ) -> None:  # fmt: skip
     """Evaluate the assertion specs of FILE into OUT, or of the store in place; with --judge,
     judge the store's outputs (again).
@@ -64,6 +64,7 @@ def grade(
             db, run, judging_from(judges, judge_base_url, judge_key_env, judge_kind,
                                   judge_repeat, no_debias_length),
             rubric=rubric, jobs=jobs, executor=executor, ray_address=ray_address, quiet=is_quiet(),
+            max_judge_failures=max_judge_failures,
         )  # fmt: skip
         return
     if rubric is not None:
@@ -89,9 +90,10 @@ def grade(
 
 def judge_store_command(
     db: Path, run: str | None, judging: JudgeOptions, *, rubric: Path | None, jobs: int | None,
+    max_judge_failures: float | None = None,
     executor: str, ray_address: str | None, quiet: bool,
 ) -> None:  # fmt: skip
-    from calipers.cli.run import judges_table
+    from calipers.cli.run import judges_table, raise_judge_failures
     from calipers.running.executor import open_backend
     from calipers.running.judging import judge_store, summarize
 
@@ -106,7 +108,9 @@ def judge_store_command(
         )
     finally:
         backend.close()
+    summaries, agreement = summarize(result.rows)
     if quiet:
+        raise_judge_failures(summaries, max_judge_failures)
         return
     console = stdout_console()
     console.print(
@@ -115,7 +119,6 @@ def judge_store_command(
         "replaced)",
         highlight=False,
     )
-    summaries, agreement = summarize(result.rows)
     if summaries:
         judges_table({"judges": [s.to_dict() for s in summaries], "agreement": agreement}, console)
     if result.without_input:
@@ -123,3 +126,4 @@ def judge_store_command(
             f"[yellow]note:[/] {result.without_input} sample(s) have no recorded input; their "
             "judges saw the task name instead (`calipers run` records inputs)."
         )
+    raise_judge_failures(summaries, max_judge_failures)

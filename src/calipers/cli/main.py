@@ -61,13 +61,20 @@ def stdout_console() -> Console:
     from calipers.cli.options import is_quiet
 
     quiet = is_quiet()
-    return Console(no_color="NO_COLOR" in os.environ or None, highlight=False, quiet=quiet)
+    # emoji=False: a name such as `openai:m:` or `run:smile:` is text, not an emoji code
+    return Console(
+        no_color="NO_COLOR" in os.environ or None, highlight=False, quiet=quiet, emoji=False
+    )
 
 
 def stderr_console() -> Console:
     # soft_wrap: a message is never broken inside a file path; the terminal wraps it.
     return Console(
-        stderr=True, no_color="NO_COLOR" in os.environ or None, highlight=False, soft_wrap=True
+        stderr=True,
+        no_color="NO_COLOR" in os.environ or None,
+        highlight=False,
+        soft_wrap=True,
+        emoji=False,
     )
 
 

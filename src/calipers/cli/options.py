@@ -222,6 +222,10 @@ def judge_options(func: click.decorators.FC) -> click.decorators.FC:
         click.option("--judge-kind", type=click.Choice(["overall", "objective"]),
                      default="overall", show_default=True,
                      help="overall 1–5 (layered) or objective 0–1; tasks with a rubric use it."),
+        click.option("--max-judge-failures", type=click.FloatRange(0, 1), default=None,
+                     metavar="FRACTION",
+                     help="Exit 2 when a judge's failed share of calls exceeds this (always when "
+                     "every call of a judge failed). The samples are stored either way."),
         click.option("--judge-repeat", type=click.IntRange(min=1), default=1, show_default=True,
                      help="Calls per judge and sample (the report gives mean and SD)."),
         click.option("--no-debias-length", is_flag=True,

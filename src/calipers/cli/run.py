@@ -21,7 +21,7 @@ from calipers.cli.options import (
 from calipers.errors import DataError
 from calipers.render.text import escape
 from calipers.running.executor import default_workers
-from calipers.running.judging import summarize
+from calipers.running.judging import JudgeSummary, judge_failures, summarize
 from calipers.running.run_suite import RunOptions, SuiteRun, run_suite
 from calipers.running.suite import load_suite
 
@@ -83,13 +83,14 @@ def run_command(
     suite: Path, command: str, run_name: str, jobs: int | None, epochs: int | None, stdio: bool,
     timeout_s: float, no_cache: bool, seed: int, judges: tuple[str, ...],
     judge_base_url: str | None, judge_key_env: str, judge_kind: str, judge_repeat: int,
-    no_debias_length: bool, executor: str, ray_address: str | None, json_path: str | None,
-    db: Path,
+    max_judge_failures: float | None, no_debias_length: bool, executor: str,
+    ray_address: str | None, json_path: str | None, db: Path,
 ) -> None:  # fmt: skip
     """Run SUITE's tasks through the pipeline (bounded pool, cached, resumable), grade their
     assertions, call the judges and record every sample in the store.
 
-    Exit codes: 0 ok, 1 a suite or option problem, 2 every invocation failed.
+    Exit codes: 0 ok, 1 a suite or option problem, 2 every invocation failed, or a judge
+    failed on every call (or beyond --max-judge-failures); the samples are stored either way.
     """
     loaded = load_suite(suite)
     options = RunOptions(
@@ -113,6 +114,18 @@ def run_command(
             f"every invocation failed ({result.rows[0].get('error')})",
             hint="Run the pipeline by hand on one task's input; see docs/running.md for the "
             'output contract ({"output": …}).',
+        )
+    raise_judge_failures(summarize(result.rows)[0], max_judge_failures)
+
+
+def raise_judge_failures(summaries: list[JudgeSummary], max_fraction: float | None) -> None:
+    why = judge_failures(summaries, max_fraction)
+    if why is not None:
+        raise DataError(
+            why,
+            hint="Check the judge's key (--judge-key-env), endpoint and model; the samples are "
+            "stored with those judgments missing, and a re-run asks again (failures are never "
+            "cached).",
         )
 
 
@@ -180,11 +193,19 @@ def judges_table(judging: dict[str, Any], console: Console) -> None:
     for column in ("judge", "scale", "samples", "failed", "mean", "SD repeats"):
         table.add_column(column, justify="left" if column == "judge" else "right")
     for j in judging["judges"]:
+        failed = f"{j['failed']}/{j['calls']}"
         table.add_row(
             escape(j["judge"]), f"{j['scale_min']:g}–{j['scale_max']:g}", str(j["samples"]),
-            f"{j['failed']}/{j['calls']}", num(j["mean"]), num(j["repeat_sd"]),
+            f"[red]{failed}[/]" if j["failed"] else failed, num(j["mean"]), num(j["repeat_sd"]),
         )  # fmt: skip
     console.print(table)
+    for j in judging["judges"]:
+        if j["failed"]:
+            console.print(
+                f"  [red]{escape(j['judge'])}: {j['failed']} of {j['calls']} calls failed[/]; "
+                f"first error: {escape(j.get('first_error') or 'unknown')}",
+                highlight=False,
+            )
     for pair in judging["agreement"]:
         a, b = (escape(n) for n in pair["judges"])
         console.print(

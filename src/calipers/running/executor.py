@@ -63,7 +63,7 @@ def progress_bar(show: bool | None) -> Progress:
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=Console(stderr=True),
+        console=Console(stderr=True, emoji=False),
         transient=True,
         disable=not (sys.stderr.isatty() if show is None else show),
     )

@@ -138,13 +138,30 @@ class JudgeSummary:
     failed: int  # calls that ended as a missing judgment, with their error
     mean: float | None  # of the per-sample means (a rubric judgment: mean of its dimensions)
     repeat_sd: float | None  # mean over samples of the SD between repeats (None with one repeat)
+    first_error: str | None = None  # the first failed call's error, as recorded
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "judge": self.judge, "scale_min": self.scale[0], "scale_max": self.scale[1],
             "samples": self.samples, "calls": self.calls, "failed": self.failed,
-            "mean": self.mean, "repeat_sd": self.repeat_sd,
+            "mean": self.mean, "repeat_sd": self.repeat_sd, "first_error": self.first_error,
         }  # fmt: skip
+
+
+def judge_failures(summaries: Sequence[JudgeSummary], max_fraction: float | None) -> str | None:
+    """Why the judging failed as a whole, or None: a judge whose every call failed, or (with
+    `max_fraction`) one whose failed share exceeds it."""
+    for s in summaries:
+        if s.calls == 0 or s.failed == 0:
+            continue
+        share = s.failed / s.calls
+        if s.failed == s.calls or (max_fraction is not None and share > max_fraction):
+            limit = "all" if s.failed == s.calls else f"more than {max_fraction:.0%}"
+            return (
+                f"judge {s.judge}: {s.failed} of {s.calls} calls failed ({limit}); first error: "
+                f"{s.first_error or 'unknown'}"
+            )
+    return None
 
 
 def summarize(rows: Sequence[dict[str, Any]]) -> tuple[list[JudgeSummary], list[dict[str, Any]]]:
@@ -153,6 +170,7 @@ def summarize(rows: Sequence[dict[str, Any]]) -> tuple[list[JudgeSummary], list[
     per: dict[str, dict[tuple[Any, ...], dict[int, list[float]]]] = defaultdict(dict)
     calls: dict[str, set[tuple[Any, ...]]] = defaultdict(set)
     failed: dict[str, int] = defaultdict(int)
+    first_error: dict[str, str] = {}
     scale: dict[str, tuple[float, float]] = {}
     for row in rows:
         key = (row["task"], row["sample_id"], row["epoch"])
@@ -162,6 +180,7 @@ def summarize(rows: Sequence[dict[str, Any]]) -> tuple[list[JudgeSummary], list[
             scale[name] = (j["scale_min"], j["scale_max"])
             if j.get("score") is None:
                 failed[name] += 1
+                first_error.setdefault(name, str(j.get("error") or "no score"))
                 continue
             per[name].setdefault(key, {}).setdefault(j.get("repeat") or 0, []).append(j["score"])
     summaries = []
@@ -175,7 +194,7 @@ def summarize(rows: Sequence[dict[str, Any]]) -> tuple[list[JudgeSummary], list[
         summaries.append(JudgeSummary(
             name, scale[name], len(by_sample), len(calls[name]), failed[name],
             float(np.mean(list(means[name].values()))) if means[name] else None,
-            float(np.mean(sds)) if sds else None,
+            float(np.mean(sds)) if sds else None, first_error.get(name),
         ))  # fmt: skip
     pairs = []
     names = sorted(means)
