@@ -117,3 +117,24 @@ def test_judge_failures_are_loud_and_exit_2(
                 server.url, "--judge-key-env", "JUDGE_KEY", "-q"]  # fmt: skip
         assert main([*args, "--max-judge-failures", "0.25"]) == 2
     assert "more than 25%" in capsys.readouterr().err
+
+
+def test_judge_timeout_and_retries_are_settable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from calipers.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "suite.yaml").write_text("name: s\ntasks:\n  - id: t1\n    input: hi\n")
+    script = Path(__file__).parent / "fixtures" / "pipelines" / "answer_pipeline.py"
+    pipeline = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} {{input}} {{output}}"
+    with judge_server() as server:
+        server.script = lambda body: ("hang", 3.0)  # a hung endpoint
+        start = time.monotonic()
+        code = main(["run", "suite.yaml", "--pipeline", pipeline, "--run", "r", "--db", "s.duckdb",
+                     "--judge", "openai:m", "--judge-base-url", server.url, "--judge-key-env",
+                     "JUDGE_KEY", "--judge-timeout", "0.3", "--judge-retries", "0"])  # fmt: skip
+        took = time.monotonic() - start
+        assert len(server.requests) == 1  # no retry
+    assert code == 2 and took < 2.5  # not 60 s × 4 attempts
+    assert "timed out after 0.3s" in capsys.readouterr().out

@@ -42,7 +42,8 @@ from calipers.running.judging import JudgeOptions
 def grade(
     file: Path | None, out: Path | None, run: str | None, judges: tuple[str, ...],
     judge_base_url: str | None, judge_key_env: str, judge_kind: str, judge_repeat: int,
-    max_judge_failures: float | None, no_debias_length: bool, rubric: Path | None,
+    judge_timeout: float | None, judge_retries: int | None, max_judge_failures: float | None,
+    no_debias_length: bool, rubric: Path | None,
     jobs: int | None, executor: str, ray_address: str | None, db: Path,
 ) -> None:  # fmt: skip
     """Evaluate the assertion specs of FILE into OUT, or of the store in place; with --judge,
@@ -62,7 +63,8 @@ def grade(
             )
         judge_store_command(
             db, run, judging_from(judges, judge_base_url, judge_key_env, judge_kind,
-                                  judge_repeat, no_debias_length),
+                                  judge_repeat, no_debias_length, timeout_s=judge_timeout,
+                                  retries=judge_retries),
             rubric=rubric, jobs=jobs, executor=executor, ray_address=ray_address, quiet=is_quiet(),
             max_judge_failures=max_judge_failures,
         )  # fmt: skip

@@ -222,6 +222,12 @@ def judge_options(func: click.decorators.FC) -> click.decorators.FC:
         click.option("--judge-kind", type=click.Choice(["overall", "objective"]),
                      default="overall", show_default=True,
                      help="overall 1–5 (layered) or objective 0–1; tasks with a rubric use it."),
+        click.option("--judge-timeout", type=click.FloatRange(min=0, min_open=True),
+                     default=None, metavar="SECONDS",
+                     help="Seconds a judge call may take (default: 60 for openai, 120 for "
+                     "command judges)."),
+        click.option("--judge-retries", type=click.IntRange(min=0), default=None, metavar="N",
+                     help="Retries of a failed judge call (default: 3 openai, 2 command)."),
         click.option("--max-judge-failures", type=click.FloatRange(0, 1), default=None,
                      metavar="FRACTION",
                      help="Exit 2 when a judge's failed share of calls exceeds this (always when "
@@ -246,12 +252,18 @@ def executor_options(func: click.decorators.FC) -> click.decorators.FC:
 
 def judging_from(
     judges: tuple[str, ...], base_url: str | None, key_env: str, kind: str, repeat: int,
-    no_debias: bool,
+    no_debias: bool, *, timeout_s: float | None = None, retries: int | None = None,
 ) -> JudgeOptions:  # fmt: skip
     from calipers.grading.judges import judges_from_specs
     from calipers.running.judging import JudgeOptions
 
+    built = judges_from_specs(judges, base_url=base_url, api_key_env=key_env)
+    for judge in built:  # a hung endpoint holds a worker timeout × (1 + retries) at most
+        if timeout_s is not None:
+            judge.timeout_s = timeout_s
+        if retries is not None:
+            judge.max_retries = retries
     return JudgeOptions(
-        judges=judges_from_specs(judges, base_url=base_url, api_key_env=key_env),
-        kind=kind, repeats=repeat, debias_length=not no_debias, cache_dir=JUDGE_CACHE,
+        judges=built, kind=kind, repeats=repeat, debias_length=not no_debias,
+        cache_dir=JUDGE_CACHE,
     )  # fmt: skip

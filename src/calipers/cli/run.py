@@ -83,7 +83,8 @@ def run_command(
     suite: Path, command: str, run_name: str, jobs: int | None, epochs: int | None, stdio: bool,
     timeout_s: float, no_cache: bool, seed: int, judges: tuple[str, ...],
     judge_base_url: str | None, judge_key_env: str, judge_kind: str, judge_repeat: int,
-    max_judge_failures: float | None, no_debias_length: bool, executor: str,
+    judge_timeout: float | None, judge_retries: int | None, max_judge_failures: float | None,
+    no_debias_length: bool, executor: str,
     ray_address: str | None, json_path: str | None, db: Path,
 ) -> None:  # fmt: skip
     """Run SUITE's tasks through the pipeline (bounded pool, cached, resumable), grade their
@@ -97,7 +98,7 @@ def run_command(
         run_name=run_name, workers=jobs, epochs=epochs, use_cache=not no_cache, stdio=stdio,
         timeout_s=timeout_s, seed=seed, progress=False if is_quiet() else None,
         judging=judging_from(judges, judge_base_url, judge_key_env, judge_kind, judge_repeat,
-                             no_debias_length),
+                             no_debias_length, timeout_s=judge_timeout, retries=judge_retries),
         executor="ray" if executor == "ray" else "local", ray_address=ray_address,
     )  # fmt: skip
     result = run_suite(loaded, command, options)

@@ -167,6 +167,8 @@ def parse_reply(kind: str, text: str) -> list[dict[str, Any]]:
 
 class Judge(Protocol):
     name: str
+    timeout_s: float  # per call
+    max_retries: int  # after a failed call
 
     def identity(self) -> str:
         """What makes two calls interchangeable for the cache (kind of judge, model, …)."""
