@@ -187,3 +187,30 @@ def test_tasks_from_a_jsonl_cases_file(suite: Path) -> None:
     assert run(suite, "--run", "v1", "--epochs", "3") == 0
     rows = samples(Path("s.duckdb"), "v1")
     assert len(rows) == 3 * 3 and {r["task"] for r in rows} == {"refund", "capital/fr", "extra"}
+
+
+def test_missing_telemetry_fails_its_assertion_and_the_run_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pipe.py").write_text(
+        "import json, sys\n"
+        "q = open(sys.argv[1]).read()\n"
+        "out = {'output': 'ok'} if 'bare' in q else {'output': 'ok', 'steps': 'three'}\n"
+        "json.dump(out, open(sys.argv[2], 'w'))\n"
+    )
+    (tmp_path / "suite.yaml").write_text(
+        "name: s\ntasks:\n"
+        "  - id: bare\n    input: bare\n    assertions: [{type: turns_max, value: 5}]\n"
+        "  - id: typo\n    input: typo\n    assertions: [{type: turns_max, value: 5}]\n"
+    )
+    pipeline = f"{PY} pipe.py {{input}} {{output}}"
+    assert (
+        main(["run", "suite.yaml", "--pipeline", pipeline, "--run", "r", "--db", "s.duckdb"]) == 0
+    )
+    rows = {r["task"]: r for r in samples(Path("s.duckdb"), "r")}
+    for task in ("bare", "typo"):  # missing, and mistyped (dropped with a note): both recorded
+        (check,) = rows[task]["assertions"]
+        assert check["passed"] is False
+        assert check["detail"] == "no steps recorded: the pipeline did not report it"
+    assert "telemetry 'steps' = 'three' has the wrong type" in capsys.readouterr().out

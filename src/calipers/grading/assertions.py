@@ -40,9 +40,11 @@ custom                 behavior  never evaluated here: the sample carries its ow
 
 Missing data: an output-based type on a sample without output fails with detail "no output"
 (never raises). A missing telemetry field (cost, latency, steps, tool count) fails when the
-sample records a pipeline ``error`` (the run died, so the bound was not met) and otherwise raises
-``InputError``, because the data cannot answer the question. Missing ``tools`` counts as no calls
-for ``tools_called``/``tools_not_called`` and fails the ``tool_*_contains`` checks.
+sample records a pipeline ``error`` (the run died, so the bound was not met) or in `calipers run`
+(the pipeline did not report it for that sample: recorded as a failed check, the run goes on), and
+otherwise raises ``InputError``, because the data cannot answer the question. Missing ``tools``
+counts as no calls for ``tools_called``/``tools_not_called`` and fails the ``tool_*_contains``
+checks.
 """
 
 from __future__ import annotations
@@ -119,6 +121,7 @@ class _Ctx:
     value: Any
     where: str
     embed: Embed | None
+    missing_fails: bool = False  # a missing telemetry field fails the check (`calipers run`)
 
 
 OutputCheck = Callable[[str, _Ctx], Outcome]
@@ -325,6 +328,8 @@ def _missing(field: str, sample: Record, ctx: _Ctx) -> Outcome:
     error = sample.get("error")
     if error:
         return Outcome(False, f"no {field} recorded (pipeline error: {error})")
+    if ctx.missing_fails:  # our own run: the pipeline did not report it for this sample
+        return Outcome(False, f"no {field} recorded: the pipeline did not report it")
     raise InputError(
         f"assertion '{ctx.type_}' needs sample field '{field}', which is missing{_at(ctx.where)}",
         hint=f"Record '{field}' for every sample, or drop the '{ctx.type_}' assertion.",
@@ -418,13 +423,20 @@ assert set(_OUTPUT_CHECKS) | set(_SAMPLE_CHECKS) == set(LAYER_OF)
 
 
 def evaluate(
-    spec: Record, sample: Record, *, where: str = "", embed: Embed | None = None
+    spec: Record,
+    sample: Record,
+    *,
+    where: str = "",
+    embed: Embed | None = None,
+    missing_fails: bool = False,
 ) -> Outcome:
-    """Evaluate assertion ``spec`` on ``sample``; ``InputError`` if it cannot be (see above)."""
+    """Evaluate assertion ``spec`` on ``sample``; ``InputError`` if it cannot be (see above).
+    ``missing_fails``: a missing telemetry field fails the check instead (a run of the user's
+    pipeline, where one sample's missing or mistyped field must not stop the others)."""
     type_ = spec.get("type")
     layer_of(type_, where=where)
     assert isinstance(type_, str)  # layer_of rejected anything else
-    ctx = _Ctx(type_, spec.get("value"), where, embed)
+    ctx = _Ctx(type_, spec.get("value"), where, embed, missing_fails)
     sample_check = _SAMPLE_CHECKS.get(type_)
     if sample_check is not None:
         return sample_check(sample, ctx)

@@ -45,7 +45,9 @@ def _json_or_text(value: Any) -> Any:
     return value
 
 
-def grade_record(record: dict[str, Any], where: str) -> tuple[int, int]:
+def grade_record(
+    record: dict[str, Any], where: str, *, missing_fails: bool = False
+) -> tuple[int, int]:
     """Evaluate the record's ungraded assertions in place; return (evaluated, passed)."""
     items = record.get("assertions") or []
     sample = {k: record.get(k) for k in _SAMPLE_FIELDS}
@@ -57,7 +59,9 @@ def grade_record(record: dict[str, Any], where: str) -> tuple[int, int]:
         if item.get("passed") is not None:
             continue
         spec = {**item, "value": _json_or_text(item.get("value"))}
-        outcome = evaluate(spec, sample, where=f"{where}, assertions[{i}]")
+        outcome = evaluate(
+            spec, sample, where=f"{where}, assertions[{i}]", missing_fails=missing_fails
+        )
         item["passed"] = outcome.passed
         item["detail"] = outcome.detail
         evaluated += 1

@@ -122,7 +122,7 @@ def _sample(
         row["output"] = output if isinstance(output, str) else json.dumps(output)
         row.update(_telemetry(res.parsed_output, f"task {task.id}, epoch {epoch}", notes))
         row["assertions"] = specs
-        grade_record(row, f"task {task.id}, epoch {epoch}")
+        grade_record(row, f"task {task.id}, epoch {epoch}", missing_fails=True)
     else:
         row["error"] = res.error or "pipeline failed"
         row["assertions"] = [
