@@ -117,6 +117,7 @@ def test_failures_are_samples_with_their_error(
     rows = {(r["task"], r["epoch"]): r for r in samples(Path("s.duckdb"), "v1")}
     broken = rows[("broken", 0)]
     assert "exited with code 2" in broken["error"] and broken["output"] is None
+    assert "stderr: boom: the model server refused the request" in broken["error"]
     assert broken["assertions"][0]["passed"] is False and broken["judgments"] is None
     assert rows[("odd", 0)]["tokens_in"] is None and rows[("odd", 0)]["tokens_out"] == 4
 

@@ -205,7 +205,11 @@ def _attempt(
     try:
         parsed = json.loads(raw)
     except json.JSONDecodeError as exc:
-        return failed(f"output is not valid JSON: {exc.msg} at line {exc.lineno}", code, stderr)
+        return failed(
+            f"output is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+            code,
+            stderr,
+        )
     if not isinstance(parsed, dict):
         return failed(f"output JSON is a {type(parsed).__name__}, not an object", code, stderr)
     try:

@@ -125,6 +125,8 @@ def _sample(
         grade_record(row, f"task {task.id}, epoch {epoch}", missing_fails=True)
     else:
         row["error"] = res.error or "pipeline failed"
+        if res.stderr_tail:  # kept with the sample: store, run report, HTML
+            row["error"] += f"; stderr: {res.stderr_tail}"
         row["assertions"] = [
             {**s, "passed": False, "detail": f"not evaluated: {row['error']}"} for s in specs
         ]

@@ -161,7 +161,9 @@ def _jsonl_tasks(path: Path) -> list[Task]:
         try:
             tasks.append(Task.model_validate(json.loads(line)))
         except json.JSONDecodeError as exc:
-            raise InputError(f"{path}, line {number}: not valid JSON: {exc.msg}") from None
+            raise InputError(
+                f"{path}, line {number}, column {exc.colno}: not valid JSON: {exc.msg}"
+            ) from None
         except ValidationError as exc:
             raise _problem(exc, f"{path}, line {number}") from None
     return tasks
