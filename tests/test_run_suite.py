@@ -215,3 +215,20 @@ def test_missing_telemetry_fails_its_assertion_and_the_run_goes_on(
         assert check["passed"] is False
         assert check["detail"] == "no steps recorded: the pipeline did not report it"
     assert "telemetry 'steps' = 'three' has the wrong type" in capsys.readouterr().out
+
+
+def test_a_rerun_with_fewer_epochs_replaces_the_runs_tasks(
+    suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(suite, "--run", "v1", "--epochs", "3") == 0
+    assert len(samples(Path("s.duckdb"), "v1")) == 2 * 3
+    assert run(suite, "--run", "v2") == 0  # another run is untouched
+    capsys.readouterr()
+    assert main(["run", str(suite), "--pipeline", PIPELINE + " {input} {output}", "--run", "v1",
+                 "--epochs", "1", "--db", "s.duckdb", "--json", "r.json"]) == 0  # fmt: skip
+    rows = samples(Path("s.duckdb"), "v1")
+    assert sorted((r["task"], r["epoch"]) for r in rows) == [("capital/fr", 0), ("refund", 0)]
+    body = json.loads(Path("r.json").read_text())
+    assert (body["stored"], body["replaced"]) == (2, 6)
+    assert "replacing 6 earlier sample(s)" in " ".join(capsys.readouterr().out.split())
+    assert len(samples(Path("s.duckdb"), "v2")) == 2 * 2

@@ -28,11 +28,14 @@ from calipers.running.suite import load_suite
 RUN_SCHEMA_VERSION = 1
 
 
-def store_rows(rows: list[dict[str, object]], name: str, db: Path) -> int:
+def store_rows(rows: list[dict[str, object]], db: Path) -> tuple[int, int]:
+    """(samples written, earlier samples replaced): a re-run replaces every earlier sample of the
+    run's tasks, whatever its epoch, so a re-run with fewer epochs leaves no stale ones."""
     from calipers.data.store import Store
 
     with Store(db) as store:
-        return store.import_rows(rows).samples
+        summary = store.import_rows(rows, replace_tasks=True)
+    return summary.samples, summary.replaced
 
 
 @cli.command("run")
@@ -102,8 +105,8 @@ def run_command(
         executor="ray" if executor == "ray" else "local", ray_address=ray_address,
     )  # fmt: skip
     result = run_suite(loaded, command, options)
-    stored = store_rows(result.rows, run_name, db)
-    body = run_report(result, loaded.name, options, stored)
+    stored, replaced = store_rows(result.rows, db)
+    body = run_report(result, loaded.name, options, stored, replaced)
     if json_path is not None:
         from calipers.render.json_report import write_json
 
@@ -130,7 +133,9 @@ def raise_judge_failures(summaries: list[JudgeSummary], max_fraction: float | No
         )
 
 
-def run_report(result: SuiteRun, suite: str, options: RunOptions, stored: int) -> dict[str, Any]:
+def run_report(
+    result: SuiteRun, suite: str, options: RunOptions, stored: int, replaced: int = 0
+) -> dict[str, Any]:
     """The run's JSON report (schema `calipers schema --report run`)."""
     summaries, agreement = summarize(result.rows)
     prompts = sorted(
@@ -146,6 +151,7 @@ def run_report(result: SuiteRun, suite: str, options: RunOptions, stored: int) -
         "executor": options.executor,
         "samples": len(result.rows),
         "stored": stored,
+        "replaced": replaced,
         "failed": result.failed,
         "invocations": result.invocations,
         "cached": result.cached,
@@ -179,7 +185,13 @@ def report(body: dict[str, Any], result: SuiteRun, db: Path) -> None:
         judges_table(body["judging"], console)
     console.print(
         f"[dim]{body['invocations']} pipeline invocations, {body['cached']} from the cache "
-        f"({body['executor']}) · {body['stored']} samples in {escape(str(db))}[/]",
+        f"({body['executor']}) · {body['stored']} samples in {escape(str(db))}"
+        + (
+            f", replacing {body['replaced']} earlier sample(s) of this run's tasks"
+            if body["replaced"]
+            else ""
+        )
+        + "[/]",
         highlight=False,
     )
     for note in result.notes:

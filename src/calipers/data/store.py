@@ -319,10 +319,17 @@ class Store:
     # ------------------------------------------------------------------------------- import
 
     def import_files(
-        self, paths: Sequence[str | Path], *, run: str | None = None, format: str = "auto"
+        self,
+        paths: Sequence[str | Path],
+        *,
+        run: str | None = None,
+        format: str = "auto",
+        replace_tasks: bool = False,
     ) -> ImportSummary:
         """Validate every file, then write all of them in one transaction: any problem in any
-        file leaves the store exactly as it was. Samples whose key already exists replace it."""
+        file leaves the store exactly as it was. Samples whose key already exists replace it;
+        with `replace_tasks`, every earlier sample of a (run, task) the files hold is replaced,
+        whatever its epoch (a re-run with fewer epochs leaves no stale ones)."""
         if self.read_only:
             raise InputError("the store is open read-only")
         if not paths:
@@ -347,7 +354,7 @@ class Store:
             problems += self._cross_file_duplicates(staged)
             if problems:
                 raise ValidationError(problems)
-            replaced, written, runs = self._write(staged, run)
+            replaced, written, runs = self._write(staged, run, replace_tasks=replace_tasks)
         finally:
             for s in staged:
                 con.execute(f"DROP TABLE IF EXISTS {s.table}")
@@ -355,7 +362,9 @@ class Store:
         warnings = [w for s in staged for w in s.warnings]
         return ImportSummary(len(staged), written, replaced, runs, warnings)
 
-    def import_rows(self, rows: Sequence[dict[str, Any]]) -> ImportSummary:
+    def import_rows(
+        self, rows: Sequence[dict[str, Any]], *, replace_tasks: bool = False
+    ) -> ImportSummary:
         """Import samples made in this process (`calipers check`, `calipers run`) through the
         same validation as a file: written as JSON Lines to a temporary file, then imported.
         The rows carry their run's name; it is never part of a path."""
@@ -365,10 +374,13 @@ class Store:
         with tempfile.TemporaryDirectory(prefix="calipers-rows-") as tmp:
             path = Path(tmp) / "samples.jsonl"
             path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-            return self.import_files([path])
+            return self.import_files([path], replace_tasks=replace_tasks)
 
-    def _write(self, staged: list[StagedFile], run: str | None) -> tuple[int, int, list[str]]:
-        """Replace samples with the staged keys and insert the staged rows: one transaction."""
+    def _write(
+        self, staged: list[StagedFile], run: str | None, *, replace_tasks: bool = False
+    ) -> tuple[int, int, list[str]]:
+        """Replace samples with the staged keys (or runs' tasks) and insert the staged rows:
+        one transaction."""
         con = self.con
         replaced = written = 0
         now = datetime.now(UTC).replace(tzinfo=None)
@@ -376,7 +388,7 @@ class Store:
         con.execute("BEGIN TRANSACTION")
         try:
             for s in staged:
-                n_replaced = self._delete_existing(s.table)
+                n_replaced = self._delete_existing(s.table, by_task=replace_tasks)
                 con.execute(
                     f"INSERT INTO samples ({cols}, source, imported_at) "
                     f"SELECT {cols}, {sql_literal(str(s.path))}, ? FROM {s.table}",
@@ -402,8 +414,9 @@ class Store:
         )
         return replaced, written, runs
 
-    def _delete_existing(self, table: str) -> int:
-        match = " AND ".join(f"s.{k} = t.{k}" for k in KEY)
+    def _delete_existing(self, table: str, *, by_task: bool = False) -> int:
+        keys = ("run", "task") if by_task else KEY
+        match = " AND ".join(f"s.{k} = t.{k}" for k in keys)
         n = scalar(self.con, f"SELECT count(*) FROM samples s SEMI JOIN {table} t ON {match}")
         if n:
             self.con.execute(f"DELETE FROM samples s USING {table} t WHERE {match}")
