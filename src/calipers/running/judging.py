@@ -155,8 +155,8 @@ def judge_failures(summaries: Sequence[JudgeSummary], max_fraction: float | None
         if s.calls == 0 or s.failed == 0:
             continue
         share = s.failed / s.calls
-        if s.failed == s.calls or (max_fraction is not None and share > max_fraction):
-            limit = "all" if s.failed == s.calls else f"more than {max_fraction:.0%}"
+        if s.failed >= s.calls or (max_fraction is not None and share > max_fraction):
+            limit = "all" if s.failed >= s.calls else f"more than {max_fraction:.0%}"
             return (
                 f"judge {s.judge}: {s.failed} of {s.calls} calls failed ({limit}); first error: "
                 f"{s.first_error or 'unknown'}"
