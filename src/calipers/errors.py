@@ -5,6 +5,7 @@ Exit codes (documented in docs/cli.md):
     1  configuration or input problem (bad file, bad option, unknown scheme)
     2  data problem (nothing to score or compare, a required field absent from every sample)
     3  the verdict failed the requested gate
+  130  interrupted (Ctrl-C, SIGTERM); what had finished is kept
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ EXIT_OK = 0
 EXIT_INPUT = 1
 EXIT_DATA = 2
 EXIT_GATE = 3
+EXIT_INTERRUPTED = 130
 
 
 @dataclass(frozen=True)
@@ -111,3 +113,9 @@ class GateFailed(CalipersError):
     """The verdict failed the gate the user asked for (exit 3)."""
 
     exit_code = EXIT_GATE
+
+
+class Interrupted(CalipersError):
+    """Ctrl-C or SIGTERM stopped the work; the message says what was kept (exit 130)."""
+
+    exit_code = EXIT_INTERRUPTED

@@ -36,6 +36,13 @@ from calipers.running.judging import JudgeOptions
     help="With --judge: judge on this rubric's seven dimensions.",
 )
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Judge calls at once.")
+@click.option(
+    "--no-cache",
+    "--refresh",
+    "refresh",
+    is_flag=True,
+    help="Ask the judges again even where a reply is cached (the new replies are cached).",
+)
 @executor_options
 @quiet_option
 @db_option
@@ -43,8 +50,8 @@ def grade(
     file: Path | None, out: Path | None, run: str | None, judges: tuple[str, ...],
     judge_base_url: str | None, judge_key_env: str, judge_kind: str, judge_repeat: int,
     judge_timeout: float | None, judge_retries: int | None, max_judge_failures: float | None,
-    no_debias_length: bool, rubric: Path | None,
-    jobs: int | None, executor: str, ray_address: str | None, db: Path,
+    no_debias_length: bool, rubric: Path | None, jobs: int | None, refresh: bool,
+    executor: str, ray_address: str | None, db: Path,
 ) -> None:  # fmt: skip
     """Evaluate the assertion specs of FILE into OUT, or of the store in place; with --judge,
     judge the store's outputs (again).
@@ -64,13 +71,14 @@ def grade(
         judge_store_command(
             db, run, judging_from(judges, judge_base_url, judge_key_env, judge_kind,
                                   judge_repeat, no_debias_length, timeout_s=judge_timeout,
-                                  retries=judge_retries),
+                                  retries=judge_retries, refresh=refresh),
             rubric=rubric, jobs=jobs, executor=executor, ray_address=ray_address, quiet=is_quiet(),
             max_judge_failures=max_judge_failures,
         )  # fmt: skip
         return
-    if rubric is not None:
-        raise InputError("--rubric is for judging", hint="Add --judge SPEC.")
+    if rubric is not None or refresh:
+        flag = "--rubric" if rubric is not None else "--no-cache"
+        raise InputError(f"{flag} is for judging", hint="Add --judge SPEC.")
     if file is not None:
         if out is None:
             raise InputError("grading a FILE needs -o OUT", hint="e.g. -o graded.jsonl")
@@ -95,7 +103,7 @@ def judge_store_command(
     max_judge_failures: float | None = None,
     executor: str, ray_address: str | None, quiet: bool,
 ) -> None:  # fmt: skip
-    from calipers.cli.run import judges_table, raise_judge_failures
+    from calipers.cli.run import judges_table, raise_judge_failures, with_calls
     from calipers.running.executor import open_backend
     from calipers.running.judging import judge_store, summarize
 
@@ -108,6 +116,9 @@ def judge_store_command(
         result = judge_store(
             db, judging, backend, run=run, rubric=rubric, progress=False if quiet else None
         )
+    except BaseException:  # an interrupt (stored what finished) or an error
+        backend.close(cancel=True)  # calls in flight are not waited for
+        raise
     finally:
         backend.close()
     summaries, agreement = summarize(result.rows)
@@ -122,7 +133,9 @@ def judge_store_command(
         highlight=False,
     )
     if summaries:
-        judges_table({"judges": [s.to_dict() for s in summaries], "agreement": agreement}, console)
+        judges_table(
+            {"judges": with_calls(summaries, result.calls), "agreement": agreement}, console
+        )
     if result.without_input:
         console.print(
             f"[yellow]note:[/] {result.without_input} sample(s) have no recorded input; their "

@@ -9,14 +9,19 @@ is caught here, so real bugs keep their traceback.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import io
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 
 import click
 from rich.console import Console
 
-from calipers.errors import EXIT_INPUT, CalipersError
+from calipers.errors import EXIT_INPUT, EXIT_INTERRUPTED, CalipersError
 from calipers.version import __version__
 
 # command → the module under calipers.cli that defines it
@@ -51,7 +56,7 @@ def cli() -> None:
     """The measurement layer for LLM and agent evaluations.
 
     Exit codes: 0 ok, 1 configuration or input problem, 2 data problem (nothing to score or
-    compare), 3 the verdict failed the requested gate.
+    compare), 3 the verdict failed the requested gate, 130 interrupted.
     """
 
 
@@ -88,10 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; return the process exit code."""
     err = stderr_console()
     try:
-        cli.main(args=argv, prog_name="calipers", standalone_mode=False)
+        with _interrupts():
+            cli.main(args=argv, prog_name="calipers", standalone_mode=False)
     except CalipersError as exc:
         message, hint = _in_flags(exc)
-        err.print(f"[bold red]error:[/] {_escape(message)}")
+        label = "interrupted" if exc.exit_code == EXIT_INTERRUPTED else "error"
+        err.print(f"[bold red]{label}:[/] {_escape(message)}")
         if hint:
             err.print(f"[dim]hint:[/] {_escape(hint)}")
         return exc.exit_code
@@ -99,12 +106,40 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.exit_code or 0)
     except click.ClickException as exc:
         # Usage errors are input problems: exit 1, not click's 2 (2 means a data problem here).
-        exc.show(file=sys.stderr)
+        # The message quotes the bad value: control characters in it are shown, not sent.
+        from calipers.data.files import visible_controls
+
+        text = io.StringIO()
+        exc.show(file=text)
+        sys.stderr.write(visible_controls(text.getvalue()))
         return EXIT_INPUT
     except click.exceptions.Abort:
-        err.print("aborted")
-        return 130
+        err.print("interrupted")
+        return EXIT_INTERRUPTED
     return 0
+
+
+@contextlib.contextmanager
+def _interrupts() -> Iterator[None]:
+    """Ctrl-C and SIGTERM stop the children at once (pipelines, command judges) and then unwind
+    as KeyboardInterrupt, so each command keeps what had finished. Only the main thread can set
+    handlers; elsewhere (a test runner's thread) nothing changes."""
+    from calipers import processes
+
+    def stop(signum: int, frame: object) -> None:
+        processes.stop_all()
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        processes.resume()
 
 
 def _in_flags(exc: CalipersError) -> tuple[str, str | None]:
@@ -129,8 +164,14 @@ def _escape(text: str) -> str:
 
 
 def run() -> None:
-    """Console-script wrapper: exit with `main`'s code."""
-    sys.exit(main())
+    """Console-script wrapper: exit with `main`'s code. After an interrupt, exit at once: a judge
+    call still in flight on a worker thread must not hold the process (its reply is not needed)."""
+    code = main()
+    if code == EXIT_INTERRUPTED:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover

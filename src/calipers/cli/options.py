@@ -253,6 +253,7 @@ def executor_options(func: click.decorators.FC) -> click.decorators.FC:
 def judging_from(
     judges: tuple[str, ...], base_url: str | None, key_env: str, kind: str, repeat: int,
     no_debias: bool, *, timeout_s: float | None = None, retries: int | None = None,
+    refresh: bool = False,
 ) -> JudgeOptions:  # fmt: skip
     from calipers.grading.judges import judges_from_specs
     from calipers.running.judging import JudgeOptions
@@ -265,5 +266,5 @@ def judging_from(
             judge.max_retries = retries
     return JudgeOptions(
         judges=built, kind=kind, repeats=repeat, debias_length=not no_debias,
-        cache_dir=JUDGE_CACHE,
+        cache_dir=JUDGE_CACHE, refresh=refresh,
     )  # fmt: skip

@@ -18,11 +18,11 @@ from calipers.cli.options import (
     judging_from,
     quiet_option,
 )
-from calipers.errors import DataError
+from calipers.errors import DataError, Interrupted
 from calipers.render.text import escape
 from calipers.running.executor import default_workers
-from calipers.running.judging import JudgeSummary, judge_failures, summarize
-from calipers.running.run_suite import RunOptions, SuiteRun, run_suite
+from calipers.running.judging import CallCounts, JudgeSummary, judge_failures, summarize
+from calipers.running.run_suite import RunInterrupted, RunOptions, SuiteRun, run_suite
 from calipers.running.suite import load_suite
 
 RUN_SCHEMA_VERSION = 1
@@ -65,11 +65,30 @@ def store_rows(rows: list[dict[str, object]], db: Path) -> tuple[int, int]:
     "--timeout",
     "timeout_s",
     type=click.FloatRange(min=0, min_open=True),
-    default=150.0,
-    show_default=True,
-    help="Seconds per invocation.",
+    default=None,
+    help="Seconds per invocation (default: the suite's pipeline.timeout_s, else 150).",
 )
-@click.option("--no-cache", is_flag=True, help="Invoke the pipeline even for cached inputs.")
+@click.option(
+    "--retry-exit-code",
+    "transient_exit",
+    type=click.IntRange(min=1, max=255),
+    multiple=True,
+    help="A pipeline exit code that means 'try again' (repeatable; adds to the suite's "
+    "pipeline.transient_exit_codes).",
+)
+@click.option(
+    "--attempts",
+    type=click.IntRange(min=1, max=20),
+    default=None,
+    help="Tries per invocation for transient exit codes (default 3 when any is given).",
+)
+@click.option(
+    "--no-cache",
+    "--refresh",
+    "no_cache",
+    is_flag=True,
+    help="Invoke the pipeline and ask the judges even where a result is cached.",
+)
 @click.option(
     "--seed",
     type=click.IntRange(min=0),
@@ -84,7 +103,8 @@ def store_rows(rows: list[dict[str, object]], db: Path) -> tuple[int, int]:
 @db_option
 def run_command(
     suite: Path, command: str, run_name: str, jobs: int | None, epochs: int | None, stdio: bool,
-    timeout_s: float, no_cache: bool, seed: int, judges: tuple[str, ...],
+    timeout_s: float | None, transient_exit: tuple[int, ...], attempts: int | None,
+    no_cache: bool, seed: int, judges: tuple[str, ...],
     judge_base_url: str | None, judge_key_env: str, judge_kind: str, judge_repeat: int,
     judge_timeout: float | None, judge_retries: int | None, max_judge_failures: float | None,
     no_debias_length: bool, executor: str,
@@ -97,14 +117,31 @@ def run_command(
     failed on every call (or beyond --max-judge-failures); the samples are stored either way.
     """
     loaded = load_suite(suite)
+    codes = tuple(sorted({*loaded.pipeline.transient_exit_codes, *transient_exit}))
     options = RunOptions(
         run_name=run_name, workers=jobs, epochs=epochs, use_cache=not no_cache, stdio=stdio,
-        timeout_s=timeout_s, seed=seed, progress=False if is_quiet() else None,
-        judging=judging_from(judges, judge_base_url, judge_key_env, judge_kind, judge_repeat,
-                             no_debias_length, timeout_s=judge_timeout, retries=judge_retries),
+        timeout_s=timeout_s or loaded.pipeline.timeout_s or 150.0,
+        attempts=attempts or loaded.pipeline.attempts or (3 if codes else 1),
+        transient_exit=codes, seed=seed, progress=False if is_quiet() else None,
+        judging=judging_from(
+            judges, judge_base_url, judge_key_env, judge_kind, judge_repeat, no_debias_length,
+            timeout_s=judge_timeout if judge_timeout is not None else loaded.judge.timeout_s,
+            retries=judge_retries if judge_retries is not None else loaded.judge.retries,
+            refresh=no_cache,
+        ),
         executor="ray" if executor == "ray" else "local", ray_address=ray_address,
     )  # fmt: skip
-    result = run_suite(loaded, command, options)
+    try:
+        result = run_suite(loaded, command, options)
+    except RunInterrupted as stop:
+        kept = stop.partial
+        stored, _ = store_rows(kept.rows, db) if kept.rows else (0, 0)
+        raise Interrupted(
+            f"run '{run_name}' stopped: {stored} of {stop.planned} samples had finished and are "
+            f"stored in {db}",
+            hint="Run the same command again to finish: finished pipeline invocations and judge "
+            "replies are cached and not repeated.",
+        ) from None
     stored, replaced = store_rows(result.rows, db)
     body = run_report(result, loaded.name, options, stored, replaced)
     if json_path is not None:
@@ -155,6 +192,12 @@ def run_report(
         "failed": result.failed,
         "invocations": result.invocations,
         "cached": result.cached,
+        "pipeline": {
+            "timeout_s": options.timeout_s,
+            "attempts": options.attempts,
+            "transient_exit_codes": list(options.transient_exit),
+            "cache": options.use_cache,
+        },
         "assertions": {
             "total": len(assertions),
             "passed": sum(1 for a in assertions if a.get("passed")),
@@ -165,7 +208,7 @@ def run_report(
             "debias_length": options.judging.debias_length,
             "prompt_hashes": prompts,
             "judged_samples": result.judged,
-            "judges": [s.to_dict() for s in summaries],
+            "judges": with_calls(summaries, result.judge_calls),
             "agreement": agreement,
         },
         "notes": result.notes,
@@ -198,17 +241,28 @@ def report(body: dict[str, Any], result: SuiteRun, db: Path) -> None:
         console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
 
 
+def with_calls(summaries: list[JudgeSummary], calls: dict[str, CallCounts]) -> list[dict[str, Any]]:
+    """Each judge's summary with its calls of this command: from the cache, made."""
+    out = []
+    for s in summaries:
+        count = calls.get(s.judge, CallCounts())
+        out.append({**s.to_dict(), "cached": count.cached, "called": count.called})
+    return out
+
+
 def judges_table(judging: dict[str, Any], console: Console) -> None:
     def num(value: float | None) -> str:
         return "—" if value is None else f"{value:.2f}"
 
     table = Table(box=None, pad_edge=False, show_edge=False)
-    for column in ("judge", "scale", "samples", "failed", "mean", "SD repeats"):
+    columns = ("judge", "scale", "samples", "cached", "called", "failed", "mean", "SD repeats")
+    for column in columns:
         table.add_column(column, justify="left" if column == "judge" else "right")
     for j in judging["judges"]:
         failed = f"{j['failed']}/{j['calls']}"
         table.add_row(
             escape(j["judge"]), f"{j['scale_min']:g}–{j['scale_max']:g}", str(j["samples"]),
+            str(j.get("cached", "—")), str(j.get("called", "—")),
             f"[red]{failed}[/]" if j["failed"] else failed, num(j["mean"]), num(j["repeat_sd"]),
         )  # fmt: skip
     console.print(table)

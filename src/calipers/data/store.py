@@ -269,6 +269,8 @@ class Store:
                 )
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        # made by this open: a command that then fails leaves no empty store behind
+        self._created = not read_only and not self.path.exists()
         self._shared: _Shared | None
         self._shared, self.con = _open(self.path, writable=not read_only)
         # The shared database lives while any cursor of it does: a SampleSet outliving its Store
@@ -308,7 +310,15 @@ class Store:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        empty = False
+        if exc_type is not None and self._created:
+            with contextlib.suppress(duckdb.Error):
+                empty = self.con.execute("SELECT count(*) FROM samples").fetchone() == (0,)
         self.close()
+        if empty:
+            for leftover in (self.path, self.path.with_name(self.path.name + ".wal")):
+                with contextlib.suppress(OSError):
+                    leftover.unlink()
 
     def close(self) -> None:
         self.con.close()

@@ -15,14 +15,11 @@ read from the environment variable you name, and are scrubbed from every error t
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
 import re
 import shlex
-import stat
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +27,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from calipers import processes
 from calipers.data.files import write_atomic
 from calipers.errors import InputError
 from calipers.schemes.rubric.definition import DIMENSIONS, RubricRules
@@ -264,7 +262,7 @@ class CommandJudge:
     def identity(self) -> str:
         """The command line and the content of every file it names (the judge's script): a
         changed judge program is a new judge, not a cache hit on the old one's replies."""
-        return f"command\x00{self.command}\x00{_files_digest(self.command)}"
+        return f"command\x00{self.command}\x00{processes.files_digest(self.command)}"
 
     def redact(self, text: str) -> str:
         return text
@@ -282,53 +280,17 @@ class CommandJudge:
     def _once(self, prompt: str) -> str:
         argv = shlex.split(self.command)
         try:
-            proc = subprocess.run(
-                argv, input=prompt, capture_output=True, text=True, timeout=self.timeout_s,
-                check=False,
-            )  # fmt: skip
+            code, out, err = processes.run(argv, input=prompt, timeout=self.timeout_s)
         except FileNotFoundError:
             raise JudgeCallError(f"judge command not found: {argv[0]}") from None
-        except subprocess.TimeoutExpired:
-            raise JudgeCallError(f"judge command timed out after {self.timeout_s:g}s") from None
-        if proc.returncode != 0:
-            tail = proc.stderr.strip().splitlines()[-1:] or [""]
-            raise JudgeCallError(f"judge command exited with {proc.returncode}: {tail[0]}")
-        return proc.stdout
-
-
-_FILE_HASH_LIMIT = 16 << 20  # larger files (an interpreter binary) count by size and mtime
-
-
-def _files_digest(command: str) -> str:
-    """sha256 over the files a command line names (existing regular files among its words);
-    re-read only when one's size or mtime changes."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return ""
-    stamps = []
-    for word in words:
-        try:
-            info = Path(word).stat()
-        except OSError:
-            continue
-        if stat.S_ISREG(info.st_mode):
-            stamps.append((word, info.st_size, info.st_mtime_ns))
-    return _hash_files(tuple(stamps))
-
-
-@functools.lru_cache(maxsize=64)
-def _hash_files(stamps: tuple[tuple[str, int, int], ...]) -> str:
-    digest = hashlib.sha256()
-    for word, size, mtime_ns in stamps:
-        digest.update(word.encode() + b"\x00")
-        try:
-            if size > _FILE_HASH_LIMIT:
-                raise OSError
-            digest.update(Path(word).read_bytes())
-        except OSError:
-            digest.update(f"{size}\x00{mtime_ns}".encode())
-    return digest.hexdigest()
+        except processes.Stopped:
+            raise JudgeCallError("judge command not started: calipers is stopping") from None
+        if code is None:
+            raise JudgeCallError(f"judge command timed out after {self.timeout_s:g}s")
+        if code != 0:
+            tail = err.strip().splitlines()[-1:] or [""]
+            raise JudgeCallError(f"judge command exited with {code}: {tail[0]}")
+        return out
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ class ThreadBackend:
     def __init__(self, workers: int | None = None) -> None:
         self.workers = max(1, workers or default_workers())
         self._pool = ThreadPoolExecutor(max_workers=self.workers)
+        self._closed = False
 
     def invoke(
         self, pipeline: Pipeline, job: Job, extract: Extract, seed: int
@@ -43,7 +44,12 @@ class ThreadBackend:
         return self._pool.submit(fn, *args)
 
     def close(self, *, cancel: bool = False) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=cancel)
+        """Finish the work (or, with `cancel`, drop what has not started and return without
+        waiting for what runs: an interrupt must not wait out a judge call). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._pool.shutdown(wait=not cancel, cancel_futures=cancel)
 
 
 def open_backend(

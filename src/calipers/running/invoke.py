@@ -6,7 +6,9 @@ result per invocation and never an exception for a pipeline-side failure (non-ze
 missing or non-JSON output, no decision field); exponential backoff with jitter for transient exit
 codes and timeouts; a cache of successful invocations keyed by sha256(command, input, decision
 field) with kelvin's key and entry layout. Beyond kelvin: cache writes are atomic (temp file, then
-rename), a timeout kills the pipeline's whole process group, and a stdin/stdout mode.
+rename), a timeout or an interrupt kills the pipeline's whole process group (and calipers'
+reaper kills it if calipers itself is killed), a stdin/stdout mode, and outputs that are never
+cached (`cache_if`).
 
 The input text never enters the command line: it is written to a file (or piped to stdin), and only
 our own file paths, shell-quoted, are substituted into the template.
@@ -17,17 +19,15 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import random
 import shlex
-import signal
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from calipers import processes
 from calipers.data.files import write_atomic
 
 DEFAULT_TIMEOUT_S = 150.0
@@ -75,6 +75,7 @@ class InvocationResult:
     stderr_tail: str | None = None
     attempts: int = 0  # 0 when served from the cache
     cached: bool = False
+    interrupted: bool = False  # stopped by Ctrl-C / SIGTERM: neither a result nor a failure
     seconds: float = 0.0
 
 
@@ -91,6 +92,12 @@ class Pipeline:
     cache_dir: Path | None = None
     cwd: Path | None = None
     cache_salt: str = ""  # e.g. "epoch=2": repeats of one input are separate invocations
+    # An output worth keeping (e.g. its telemetry is well-typed); others are never cached, and a
+    # cached entry it rejects is a miss. None: every successful output.
+    cache_if: Callable[[dict[str, Any]], bool] | None = None
+
+    def cacheable(self, parsed: dict[str, Any] | None) -> bool:
+        return parsed is not None and (self.cache_if is None or self.cache_if(parsed))
 
     def cache_key(self, rendered: str) -> str:
         """kelvin's key: sha256 of the three parts joined by NUL bytes (so ("ab", "c") and
@@ -116,7 +123,7 @@ def invoke(
     key = pipeline.cache_key(rendered)
     if pipeline.cache_dir is not None:
         hit = cache_lookup(pipeline.cache_dir, key, input_path, output_path, extract)
-        if hit is not None:
+        if hit is not None and pipeline.cacheable(hit.parsed_output):
             hit.seconds = time.perf_counter() - start
             return hit
     rng = rng or random.Random(key)
@@ -126,12 +133,16 @@ def invoke(
             sleep(pipeline.retry.delay_before(attempt, rng))
         result = _attempt(pipeline, rendered, input_path, output_path, extract)
         result.attempts = attempt
-        if result.ok or not pipeline.retry.should_retry(
-            attempt=attempt, exit_code=result.exit_code, timed_out=result.exit_code is None
+        if (
+            result.ok
+            or result.interrupted
+            or not pipeline.retry.should_retry(
+                attempt=attempt, exit_code=result.exit_code, timed_out=result.exit_code is None
+            )
         ):
             break
     assert result is not None
-    if result.ok and pipeline.cache_dir is not None:
+    if result.ok and pipeline.cache_dir is not None and pipeline.cacheable(result.parsed_output):
         with contextlib.suppress(OSError):  # a read-only or full cache must not fail the run
             cache_store(pipeline.cache_dir, key, result)
     result.seconds = time.perf_counter() - start
@@ -147,7 +158,7 @@ def _run(
     pipeline: Pipeline, rendered: str, input_path: Path, output_path: Path
 ) -> tuple[int | None, str, str]:
     """(exit code or None on timeout, stdout, stderr). The command runs in its own session so a
-    timeout can kill everything it started, not just the shell."""
+    timeout or an interrupt can kill everything it started, not just the shell."""
     if pipeline.mode == "files":
         # Absolute: the command may run in another directory (the config's) than ours.
         command = pipeline.command.format(
@@ -157,26 +168,9 @@ def _run(
         stdin = None
     else:
         command, stdin = pipeline.command, rendered
-    proc = subprocess.Popen(
-        command,
-        shell=True,
-        cwd=pipeline.cwd,
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-        start_new_session=True,
+    return processes.run(
+        command, input=stdin, timeout=pipeline.timeout_s, shell=True, cwd=pipeline.cwd
     )
-    try:
-        out, err = proc.communicate(stdin, timeout=pipeline.timeout_s)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        return None, "", ""
-    return proc.returncode, out, err
 
 
 def _attempt(
@@ -189,7 +183,12 @@ def _attempt(
 
     with contextlib.suppress(FileNotFoundError):
         output_path.unlink()  # a stale output from an earlier attempt must not pass as this one's
-    code, stdout, stderr = _run(pipeline, rendered, input_path, output_path)
+    try:
+        code, stdout, stderr = _run(pipeline, rendered, input_path, output_path)
+    except processes.Stopped:
+        return failed("interrupted before it started", None, interrupted=True)
+    if processes.stopping():  # killed by Ctrl-C / SIGTERM: not the pipeline's failure
+        return failed("interrupted", code, interrupted=True)
     if code is None:
         return failed(f"pipeline timed out after {pipeline.timeout_s:g}s", None)
     if code != 0:

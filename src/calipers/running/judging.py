@@ -13,12 +13,13 @@ import threading
 from collections import defaultdict
 from collections.abc import Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from calipers.errors import Interrupted
 from calipers.grading.judges import (
     Judge,
     JudgeCache,
@@ -37,6 +38,7 @@ class JudgeOptions:
     repeats: int = 1
     debias_length: bool = True
     cache_dir: Path | None = None
+    refresh: bool = False  # ask every judge again (replies are still cached for the next run)
 
 
 @dataclass(frozen=True)
@@ -48,15 +50,27 @@ class JudgeRequest:
     draw: str = ""
 
 
+@dataclass
+class CallCounts:
+    """One judge's calls in one judging: answered from the cache, made, and failed (of made)."""
+
+    cached: int = 0
+    called: int = 0
+    failed: int = 0
+
+
 def judge_requests(
     requests: Sequence[JudgeRequest],
     options: JudgeOptions,
     backend: Backend,
     *,
     progress: bool | None = None,
+    counts: dict[str, CallCounts] | None = None,
 ) -> list[list[dict[str, Any]]]:
-    """The judgments of each request (in order): judges × repeats calls, cache hits first."""
+    """The judgments of each request (in order): judges × repeats calls, cache hits first
+    (`options.refresh`: none). `counts`, when given, is filled per judge name."""
     cache = JudgeCache(options.cache_dir) if options.cache_dir else None
+    use_hits = cache is not None and not options.refresh
     calls: list[
         tuple[int, Judge, int, str | None, str | None]
     ] = []  # (request, judge, repeat, key, hit)
@@ -70,7 +84,8 @@ def judge_requests(
                     if cache
                     else None
                 )
-                calls.append((i, judge, repeat, key, cache.get(key) if cache and key else None))
+                hit = cache.get(key) if cache and key and use_hits else None
+                calls.append((i, judge, repeat, key, hit))
     futures: dict[int, Future[tuple[str | None, str | None]]] = {}
     kept: list[threading.Event] = []  # set when a call's reply is on disk (or not to be kept)
     with progress_bar(progress) as bar:
@@ -90,14 +105,52 @@ def judge_requests(
             for event in kept:  # a future's waiters wake before its callbacks have run
                 event.wait()
         except KeyboardInterrupt:
-            # Ctrl-C: calls not yet started are dropped; every reply received is already cached
+            # Ctrl-C: calls not yet started are dropped (command judges are killed by the
+            # interrupt handler); every reply received is already cached. Calls in flight are
+            # not waited for.
             for future in futures.values():
                 future.cancel()
-            raise
-    out: list[list[dict[str, Any]]] = [[] for _ in requests]
+            raise JudgingInterrupted(_finished(requests, calls, futures, counts)) from None
+    out = _finished(requests, calls, futures, counts)
+    return [judgments for judgments in out if judgments is not None]
+
+
+class JudgingInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM during judging. `finished[i]` holds request i's judgments when every
+    call of it had finished, else None."""
+
+    def __init__(self, finished: list[list[dict[str, Any]] | None]) -> None:
+        super().__init__()
+        self.finished = finished
+
+
+def _finished(
+    requests: Sequence[JudgeRequest],
+    calls: Sequence[tuple[int, Judge, int, str | None, str | None]],
+    futures: dict[int, Future[tuple[str | None, str | None]]],
+    counts: dict[str, CallCounts] | None,
+) -> list[list[dict[str, Any]] | None]:
+    out: list[list[dict[str, Any]] | None] = [[] for _ in requests]
+    tally = counts if counts is not None else {}
     for n, (i, judge, repeat, _, hit) in enumerate(calls):
-        reply, error = (hit, None) if hit is not None else futures[n].result()
-        out[i].extend(judgments_from(judge, requests[i].template, reply, error, repeat=repeat))
+        count = tally.setdefault(judge.name, CallCounts())
+        reply: str | None
+        error: str | None
+        if hit is not None:
+            reply, error = hit, None
+            count.cached += 1
+        elif futures[n].done() and not futures[n].cancelled():
+            reply, error = futures[n].result()
+            count.called += 1
+        else:
+            out[i] = None
+            continue
+        made = judgments_from(judge, requests[i].template, reply, error, repeat=repeat)
+        if hit is None and any(j["score"] is None for j in made):
+            count.failed += 1
+        judgments = out[i]
+        if judgments is not None:
+            judgments.extend(made)
     return out
 
 
@@ -217,6 +270,7 @@ class StoreJudging:
     replaced: int  # earlier judgments by the same judges, replaced
     rows: list[dict[str, Any]]  # the judged samples with their new judgments (for the summary)
     without_input: int  # samples whose input was not recorded: judged on the task name
+    calls: dict[str, CallCounts] = field(default_factory=dict)  # per judge
 
 
 def judge_store(
@@ -258,13 +312,34 @@ def judge_store(
             )  # fmt: skip
             draw = "\x00".join(str(row[k]) for k in ("run", "task", "sample_id", "epoch"))
             requests.append(JudgeRequest(template, prompt, draw))
-        judged = judge_requests(requests, options, backend, progress=progress)
+        interrupted = False
+        counts: dict[str, CallCounts] = {}
+        try:
+            judged: list[list[dict[str, Any]] | None] = list(
+                judge_requests(requests, options, backend, progress=progress, counts=counts)
+            )
+        except JudgingInterrupted as stop:
+            judged, interrupted = stop.finished, True
         replaced = 0
         updates = []
+        done = []
         for row, new in zip(rows, judged, strict=True):
+            if new is None:  # interrupted before all its calls finished: keeps its judgments
+                continue
             kept = [j for j in row["judgments"] or [] if j["judge"] not in names]
             replaced += len(row["judgments"] or []) - len(kept)
             row["judgments"] = new
+            done.append(row)
             updates.append([row["run"], row["task"], row["sample_id"], row["epoch"], kept + new])
-        store.update_column("judgments", updates)
-    return StoreJudging(len(rows), replaced, rows, sum(1 for r in rows if r["input"] is None))
+        if updates:
+            store.update_column("judgments", updates)
+    if interrupted:
+        raise Interrupted(
+            f"judging stopped: {len(done)} of {len(rows)} samples judged and stored; the others "
+            "keep their earlier judgments",
+            hint="Run the same command again: replies already received are cached and not asked "
+            "again.",
+        )
+    return StoreJudging(
+        len(rows), replaced, done, sum(1 for r in rows if r["input"] is None), counts
+    )

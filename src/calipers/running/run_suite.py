@@ -22,16 +22,23 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from calipers import processes
 from calipers.grading.grade import grade_record
 from calipers.grading.judges import PromptTemplate
 from calipers.running.executor import Backend, ExecutorName, Job, JobPool, open_backend
-from calipers.running.invoke import InvocationResult, Pipeline
-from calipers.running.judging import JudgeOptions, JudgeRequest, judge_requests
+from calipers.running.invoke import InvocationResult, Pipeline, RetryPolicy
+from calipers.running.judging import (
+    CallCounts,
+    JudgeOptions,
+    JudgeRequest,
+    JudgingInterrupted,
+    judge_requests,
+)
 from calipers.running.suite import Suite, Task
 from calipers.schemes.rubric.definition import load_rubric
 from calipers.workspace import PIPELINE_CACHE, RUNS_DIR
@@ -50,6 +57,8 @@ class RunOptions:
     cache_dir: Path = PIPELINE_CACHE
     stdio: bool = False
     timeout_s: float = 150.0
+    attempts: int = 1  # > 1: retry the pipeline's transient exit codes
+    transient_exit: tuple[int, ...] = ()
     seed: int = 0
     progress: bool | None = None
     judging: JudgeOptions = field(default_factory=JudgeOptions)
@@ -65,6 +74,7 @@ class SuiteRun:
     failed: int
     judged: int
     notes: list[str] = field(default_factory=list)
+    judge_calls: dict[str, CallCounts] = field(default_factory=dict)  # per judge
 
 
 def extract_output(parsed: dict[str, Any]) -> Any:
@@ -111,6 +121,14 @@ def _telemetry(parsed: dict[str, Any], where: str, notes: list[str]) -> dict[str
     return out
 
 
+def telemetry_ok(parsed: dict[str, Any]) -> bool:
+    """Every telemetry field present is well-typed: only such outputs are cached (a mistyped one
+    fails assertions, and a fixed pipeline must not be served the bad output again)."""
+    notes: list[str] = []
+    _telemetry(parsed, "", notes)
+    return not notes
+
+
 def _sample(
     run: str, task: Task, text: str, epoch: int, res: InvocationResult, notes: list[str]
 ) -> dict[str, Any]:
@@ -135,20 +153,29 @@ def _sample(
 
 def run_suite(suite: Suite, command: str, options: RunOptions) -> SuiteRun:
     """Every task × epoch through the pipeline (bounded pool, cached, resumable), assertions
-    graded, judges called; samples in suite order."""
+    graded, judges called; samples in suite order. Ctrl-C / SIGTERM raise RunInterrupted with the
+    samples that had finished (pipeline and judges)."""
     out = options.out or RUNS_DIR / safe_dir(options.run_name)
     pipeline = Pipeline(
         command=command,
         mode="stdio" if options.stdio else "files",
         decision_field="output",
         timeout_s=options.timeout_s,
+        retry=RetryPolicy(
+            max_attempts=options.attempts, transient_exit_codes=frozenset(options.transient_exit)
+        ),
         cache_dir=options.cache_dir if options.use_cache else None,
         cwd=None,
+        cache_if=telemetry_ok,
     )
+    # the program's files are part of the key: a fixed pipeline is a new pipeline, not a hit
+    program = processes.files_digest(command)
     jobs: list[tuple[Task, int, Future[InvocationResult]]] = []
     backend = open_backend(
         options.executor, workers=options.workers, ray_address=options.ray_address
     )
+    notes: list[str] = []
+    rows: list[dict[str, Any]] = []
     try:
         with JobPool(extract=extract_output, seed=options.seed, progress=options.progress,
                      label="tasks", backend=backend) as pool:  # fmt: skip
@@ -156,14 +183,19 @@ def run_suite(suite: Suite, command: str, options: RunOptions) -> SuiteRun:
                 for epoch in range(suite.epochs_of(task, options.epochs)):
                     job = Job(f"{task.id}/{epoch}", suite.inputs[task.id],
                               out / safe_dir(task.id) / str(epoch))  # fmt: skip
-                    salted = replace(pipeline, cache_salt=f"epoch={epoch}")
+                    salted = replace(pipeline, cache_salt=f"epoch={epoch}\x00program={program}")
                     jobs.append((task, epoch, pool.submit(salted, job)))
-        notes: list[str] = []
         results = [(task, epoch, future.result()) for task, epoch, future in jobs]
         rows = [
             _sample(options.run_name, t, suite.inputs[t.id], e, r, notes) for t, e, r in results
         ]
-        judged = judge_rows(suite, rows, options, backend) if options.judging.judges else 0
+        judge_calls: dict[str, CallCounts] = {}
+        judged = (
+            judge_rows(suite, rows, options, backend, judge_calls) if options.judging.judges else 0
+        )
+    except KeyboardInterrupt as stop:
+        backend.close(cancel=True)
+        raise RunInterrupted(*_kept(suite, options, jobs, rows, stop, notes)) from None
     finally:
         backend.close()
     return SuiteRun(
@@ -173,11 +205,75 @@ def run_suite(suite: Suite, command: str, options: RunOptions) -> SuiteRun:
         failed=sum(1 for *_, r in results if not r.ok),
         judged=judged,
         notes=notes,
+        judge_calls=judge_calls,
     )
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM during a run: `partial` holds the samples that had finished."""
+
+    def __init__(self, partial: SuiteRun, planned: int) -> None:
+        super().__init__()
+        self.partial, self.planned = partial, planned
+
+
+def _kept(
+    suite: Suite,
+    options: RunOptions,
+    jobs: list[tuple[Task, int, Future[InvocationResult]]],
+    rows: list[dict[str, Any]],
+    stop: KeyboardInterrupt,
+    notes: list[str],
+) -> tuple[SuiteRun, int]:
+    """The samples that finished before the interrupt: every invocation that completed (the
+    running ones were killed by the interrupt handler and are not results), and, once judging
+    had begun, only the samples whose judge calls had all returned."""
+    processes.stop_all()  # a library caller without the CLI's handler: stop the children too
+    for *_, future in jobs:
+        future.cancel()
+    # (a cancelled future that no worker will pick up never counts as done for `wait`)
+    running = [f for *_, f in jobs if not f.cancelled()]
+    wait(running, timeout=processes.KILL_GRACE_S + 5)
+    if isinstance(stop, JudgingInterrupted):
+        todo = [row for row in rows if row.get("output") is not None]
+        unfinished = {id(row) for row, new in zip(todo, stop.finished, strict=True) if new is None}
+        for row, new in zip(todo, stop.finished, strict=True):
+            if new is not None:
+                row["judgments"] = new
+        kept = [row for row in rows if id(row) not in unfinished]
+        judged = len(todo) - len(unfinished)
+    else:
+        done = [
+            (task, epoch, f.result())
+            for task, epoch, f in jobs
+            if f.done() and not f.cancelled() and f.exception() is None
+            and not f.result().interrupted
+        ]  # fmt: skip
+        # without judges, a finished invocation is a finished sample; with judges it is not
+        # judged yet, so it waits (cached) for the re-run
+        kept = [] if options.judging.judges else [
+            _sample(options.run_name, t, suite.inputs[t.id], e, r, notes) for t, e, r in done
+        ]  # fmt: skip
+        judged = 0
+    results = [f.result() for *_, f in jobs if f.done() and not f.cancelled()
+               and f.exception() is None and not f.result().interrupted]  # fmt: skip
+    partial = SuiteRun(
+        kept,
+        invocations=sum(1 for r in results if not r.cached),
+        cached=sum(1 for r in results if r.cached),
+        failed=sum(1 for r in kept if r.get("error")),
+        judged=judged,
+        notes=notes,
+    )
+    return partial, len(jobs)
+
+
 def judge_rows(
-    suite: Suite, rows: list[dict[str, Any]], options: RunOptions, backend: Backend
+    suite: Suite,
+    rows: list[dict[str, Any]],
+    options: RunOptions,
+    backend: Backend,
+    counts: dict[str, CallCounts] | None = None,
 ) -> int:
     """Judge every sample that has an output; the judgments are added to its row."""
     judging = options.judging
@@ -202,7 +298,7 @@ def judge_rows(
         )
         draw = "\x00".join(str(row[k]) for k in ("run", "task", "sample_id", "epoch"))
         requests.append(JudgeRequest(template, prompt, draw))
-    judged = judge_requests(requests, judging, backend, progress=options.progress)
+    judged = judge_requests(requests, judging, backend, progress=options.progress, counts=counts)
     for row, judgments in zip(todo, judged, strict=True):
         row["judgments"] = judgments
     return len(todo)

@@ -5,6 +5,13 @@ from a JSON Lines file, one task per line).
 name: support-bot            # optional
 epochs: 2                    # runs of each task (default 1; a task's own `epochs` wins)
 cases_file: more_tasks.jsonl # optional: more tasks, one JSON object per line
+pipeline:                    # optional; each is overridden by its `calipers run` option
+  timeout_s: 60              # --timeout (default 150)
+  transient_exit_codes: [75] # --retry-exit-code: retried with backoff
+  attempts: 3                # --attempts (default 3 when transient codes are given, else 1)
+judge:                       # optional
+  timeout_s: 30              # --judge-timeout
+  retries: 1                 # --judge-retries
 tasks:
   - id: refund-window
     input: "A customer asks for a refund after 40 days. What do we answer?"
@@ -68,12 +75,34 @@ class Task(BaseModel):
         return self
 
 
+class PipelineSettings(BaseModel):
+    """How the pipeline is invoked; each is overridden by its `calipers run` option."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    timeout_s: float | None = Field(default=None, gt=0)
+    # exit codes that mean "try again" (rate limited, a flaky dependency): retried with backoff
+    transient_exit_codes: list[int] = Field(default_factory=list)
+    attempts: int | None = Field(default=None, ge=1, le=20)
+
+
+class JudgeSettings(BaseModel):
+    """Judge call limits; each is overridden by --judge-timeout / --judge-retries."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    timeout_s: float | None = Field(default=None, gt=0)
+    retries: int | None = Field(default=None, ge=0, le=10)
+
+
 class SuiteFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str | None = None
     epochs: int = Field(default=1, ge=1)
     cases_file: str | None = None
+    pipeline: PipelineSettings = Field(default_factory=PipelineSettings)
+    judge: JudgeSettings = Field(default_factory=JudgeSettings)
     tasks: list[Task] = Field(default_factory=list)
 
 
@@ -85,6 +114,8 @@ class Suite(BaseModel):
     epochs: int
     tasks: list[Task]
     inputs: dict[str, str]  # task id → the text given to the pipeline
+    pipeline: PipelineSettings = Field(default_factory=PipelineSettings)
+    judge: JudgeSettings = Field(default_factory=JudgeSettings)
 
     def epochs_of(self, task: Task, override: int | None = None) -> int:
         return override or task.epochs or self.epochs
@@ -139,8 +170,9 @@ def load_suite(path: Path) -> Suite:
         inputs[task.id] = _input_text(path, task)
         _check_assertion_values(path, task)
     return Suite(
-        path=path, name=spec.name or path.stem, epochs=spec.epochs, tasks=tasks, inputs=inputs
-    )
+        path=path, name=spec.name or path.stem, epochs=spec.epochs, tasks=tasks, inputs=inputs,
+        pipeline=spec.pipeline, judge=spec.judge,
+    )  # fmt: skip
 
 
 def _jsonl_tasks(path: Path) -> list[Task]:
