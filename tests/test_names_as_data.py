@@ -129,3 +129,64 @@ def test_a_run_name_is_never_a_path(
     assert outside == set()  # nothing written beside or above the working directory
     assert main(["runs", "--db", "s.duckdb", "--json"]) == 0
     assert [r["run"] for r in json.loads(capsys.readouterr().out)] == [name]
+
+
+def test_hostile_task_ids_through_run_score_and_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    ids = [MARKUP, LINK, MATH, BELL, "../../up", "a/b"]
+    tasks = "".join(
+        f"  - id: {json.dumps(i)}\n    input: q{n}\n    assertions:\n"
+        "      - {type: contains, value: q}\n"
+        for n, i in enumerate(ids)
+    )
+    (tmp_path / "suite.yaml").write_text("name: s\ntasks:\n" + tasks)
+    argv = ["run", "suite.yaml", "--pipeline", PIPELINE + " {input} {output}", "--db", "s.duckdb"]
+    assert main([*argv, "--run", MARKUP]) == 0
+    assert main([*argv, "--run", LINK]) == 0
+    text = _clean(capsys)
+    assert MARKUP in text
+    # every job directory stays under .calipers/runs, one per task id and run
+    assert {p.name for p in tmp_path.iterdir()} == {"suite.yaml", "s.duckdb", ".calipers"}
+    runs = list((tmp_path / ".calipers" / "runs").iterdir())
+    assert len(runs) == 2 and all(len(list(r.iterdir())) == len(ids) for r in runs)
+    for args in (["score", "--scheme", "layered", "--tasks"],
+                 ["compare", "--scheme", "layered", "--baseline", MARKUP, "--candidate", LINK,
+                  "--gate", "none"]):  # fmt: skip
+        assert main([*args, "--db", "s.duckdb", "--html", str(tmp_path / "p.html")]) == 0, args
+        text = _clean(capsys)
+        html = (tmp_path / "p.html").read_text()
+        assert "<script>alert" not in html and "\x1b" not in html
+    assert main(["report", "--db", "s.duckdb", "--html", str(tmp_path / "r.html")]) == 0
+    _clean(capsys)
+
+
+def test_hostile_case_names_through_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    kelvin = FIXTURES / "kelvin" / "cases"
+    for name, source in zip(["x[b]", "red\x1b[31m", "cost_$_per_$"], sorted(kelvin.iterdir())):
+        (cases / f"{name}.md").write_text(source.read_text())
+    stage = FIXTURES / "pipelines" / "stage_pipeline.py"
+    (tmp_path / "kelvin.yaml").write_text(
+        f'run: "{sys.executable} {stage} {{input}} {{output}}"\ncases: cases\n'
+        "decision_field: stage_assessment\ngoverning_types: [gate_rule]\nseed: 0\ntimeout_s: 20\n"
+    )
+    code = main(["check", "--config", str(tmp_path / "kelvin.yaml"), "--db",
+                 str(tmp_path / "s.duckdb"), "--html", str(tmp_path / "c.html")])  # fmt: skip
+    assert code == 0
+    text = _clean(capsys)
+    assert "x[b]" in text and "red\\x1b[31m" in text
+    html = (tmp_path / "c.html").read_text()
+    assert "x[b]" in html and "\x1b" not in html
+
+
+def test_usage_errors_show_bad_values_inert(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["score", "--interval", "x\x1b[31m", "f.jsonl"]) == 1
+    assert main(["compare", "--confidence", "\x1b]8;;http://x\x07"]) == 1
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err
+    assert "x\\x1b[31m" in err

@@ -12,9 +12,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from calipers.data.files import write_atomic
+from calipers.data.files import visible_controls, write_atomic
 from calipers.errors import InputError
 from calipers.version import __version__
+
+
+def _visible(value: Any) -> Any:
+    """Control characters in any text a page shows (an ANSI escape in a run name) as `\\xNN`:
+    inert in a browser anyway, but visible, and never sent to a terminal that prints the file."""
+    from markupsafe import Markup
+
+    if isinstance(value, Markup):
+        return Markup(visible_controls(str(value)))
+    return visible_controls(value) if isinstance(value, str) else value
 
 
 def _environment() -> Any:
@@ -26,6 +36,7 @@ def _environment() -> Any:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_visible,
     )
     env.filters["num"] = _num
     env.filters["signed"] = _signed
