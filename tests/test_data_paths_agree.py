@@ -17,12 +17,10 @@ from calipers.errors import ValidationError
 BAD = Path(__file__).parent / "fixtures" / "bad"
 
 LENIENT = {
-    "correct_int.jsonl": '{"run":"m","task":"t","sample_id":"1","correct":1,"truncated":0}\n',
     "integral_floats.jsonl": (
         '{"run":"m","task":"t","sample_id":"1","epoch":2.0,"tokens_out":12.0}\n'
     ),
     "numbers_as_ids.jsonl": '{"run":"m","task":7,"sample_id":17,"tier":3}\n',
-    "bool_words.jsonl": '{"run":"m","task":"t","sample_id":"1","correct":"true","truncated":"F"}\n',
     "null_metric.jsonl": '{"run":"m","task":"t","sample_id":"1","scores":{"a":null}}\n',
     "string_decision.jsonl": '{"run":"m","task":"t","sample_id":"1","decision":"approve"}\n',
     "object_value.jsonl": '{"run":"m","task":"t","sample_id":"1","assertions":'

@@ -7,19 +7,20 @@ import csv
 import io
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from calipers.data.files import open_bytes, sql_literal
+from calipers.data.guards import CSV_FALSE, CSV_NUMBER, CSV_TRUE
 from calipers.data.model import FIELDS
 from calipers.data.sampleset import arrow_table
 from calipers.data.validate import FLAT_FIELDS, RecordChecker, describe
 from calipers.errors import Problem, ValidationError
 
-_CSV_TRUE = {"true", "t", "1", "yes"}
-_CSV_FALSE = {"false", "f", "0", "no"}
+_CSV_NUMBER = re.compile(CSV_NUMBER)
 
 
 def raise_diagnosis(path: Path, kind: str, run: str | None, *, fallback: str) -> None:
@@ -96,19 +97,18 @@ def _diagnose_jsonl(path: Path, checker: RecordChecker) -> list[Problem]:
 
 
 def _csv_value(kind: str, text: str) -> Any:
+    """A CSV cell as the record checker sees it: numbers and the boolean words converted where
+    the field wants them (the fast path's `guards.from_text` reads them the same way)."""
     if text == "":
         return None
-    try:
-        if kind in ("INTEGER", "BIGINT"):
-            number = float(text)
-            return int(number) if math.isfinite(number) and number.is_integer() else number
-        if kind == "DOUBLE":
-            return float(text)
-    except ValueError:
-        return text
+    if kind in ("INTEGER", "BIGINT", "DOUBLE") and _CSV_NUMBER.fullmatch(text):
+        number = float(text)
+        if kind != "DOUBLE" and math.isfinite(number) and number.is_integer():
+            return int(text) if re.fullmatch(r"\s*[+-]?\d+\s*", text) else int(number)
+        return number
     if kind == "BOOLEAN":
         low = text.strip().lower()
-        return True if low in _CSV_TRUE else False if low in _CSV_FALSE else text
+        return True if low in CSV_TRUE else False if low in CSV_FALSE else text
     return text
 
 

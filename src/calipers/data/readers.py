@@ -12,14 +12,14 @@ import csv
 import io
 import json
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import duckdb
 
-from calipers.data import diagnose
+from calipers.data import diagnose, guards
 from calipers.data.files import open_bytes, sql_literal, sql_name
-from calipers.data.model import FIELDS, INT32_MAX, KEY, Field, layer_case
+from calipers.data.model import FIELD_BY_NAME, FIELDS, INT32_MAX, KEY, layer_case
 from calipers.data.sampleset import scalar
 from calipers.data.validate import FLAT_FIELDS, NONNEGATIVE
 from calipers.errors import InputError, Problem, ValidationError
@@ -221,45 +221,28 @@ def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:
 # ---------------------------------------------------------------- fast path: DuckDB + SQL checks
 
 
-def _key_exprs(run: str | None) -> dict[str, str]:
-    return {
-        "run": sql_literal(run) if run is not None else "run",
-        "epoch": "coalesce(epoch, 0)",
-    }
-
-
-def _not_a_string(f: Field) -> str:
-    """SQL that fails the read (the diagnostic pass then names the lines) for a strict field."""
-    return f"error({sql_literal(f'{f.name}: a value that is not a string')})"
-
-
-def _jsonl_expr(f: Field) -> str:
-    """A strict field is read as JSON, so that a number or an object is refused, not read as
-    its text; a JSON string becomes its value."""
-    col = sql_name(f.name)
-    if not f.strict:
-        return col
-    return (
-        f"CASE WHEN {col} IS NULL OR json_type({col}) = 'NULL' THEN NULL::{f.duckdb_type} "
-        f"WHEN json_type({col}) = 'VARCHAR' THEN {col} ->> '$' ELSE {_not_a_string(f)} END"
-    )
+def _keyed(name: str, value: str, run: str | None) -> str:
+    """A field's final expression: `--run` overrides the run, a missing epoch is 0."""
+    if name == "run" and run is not None:
+        return sql_literal(run)
+    if name == "epoch":
+        return f"coalesce({value}, 0)"
+    return value
 
 
 def _jsonl_select(path: Path, run: str | None) -> str:
-    columns = (
-        "{"
-        + ", ".join(
-            f"{sql_literal(f.name)}: {sql_literal('JSON' if f.strict else f.duckdb_type)}"
-            for f in FIELDS
-        )
-        + "}"
+    """Every field is read as JSON and converted by the type rules (`guards`), so a value of
+    the wrong type fails the read instead of being cast."""
+    columns = "{" + ", ".join(f"{sql_literal(f.name)}: 'JSON'" for f in FIELDS) + "}"
+    typed = ", ".join(f"{guards.from_json(f)} AS {sql_name(f.name)}" for f in FIELDS)
+    source = (
+        f"(SELECT {typed} FROM read_json({sql_literal(str(path))}, "
+        f"format='newline_delimited', columns={columns}, maximum_object_size=67108864))"
     )
-    keys = _key_exprs(run)
-    exprs = ", ".join(f"{keys.get(f.name, _jsonl_expr(f))} AS {sql_name(f.name)}" for f in FIELDS)
-    return (
-        f"SELECT {exprs} FROM read_json({sql_literal(str(path))}, "
-        f"format='newline_delimited', columns={columns}, maximum_object_size=67108864)"
+    exprs = ", ".join(
+        f"{_keyed(f.name, sql_name(f.name), run)} AS {sql_name(f.name)}" for f in FIELDS
     )
+    return f"SELECT {exprs} FROM {source}"
 
 
 def _jsonl_unknown_fields(path: Path) -> list[str]:
@@ -350,23 +333,29 @@ def _csv_columns(path: Path, run: str | None) -> tuple[list[str], list[str]]:
 
 
 def _csv_select(path: Path, run: str | None) -> tuple[str, list[str]]:
+    """Every cell is read as text and converted by the type rules (`guards`)."""
     header, warnings = _csv_columns(path, run)
-    types = {f.name: f.duckdb_type for f in FLAT_FIELDS}
-
-    def column_type(col: str) -> str:
-        return types.get(col, "DOUBLE" if col.startswith("scores.") else "VARCHAR")
-
-    columns = "{" + ", ".join(f"{sql_literal(c)}: {sql_literal(column_type(c))}" for c in header)
-    columns += "}"
+    columns = "{" + ", ".join(f"{sql_literal(c)}: 'VARCHAR'" for c in header) + "}"
     source = (
         f"read_csv({sql_literal(str(path))}, header=true, auto_detect=false, delim=',', "
         f"quote='\"', escape='\"', nullstr='', columns={columns})"
     )
-    return _select_from(source, header, run), warnings
+    by_name = {f.name: f for f in FLAT_FIELDS}
+    score_field = FIELD_BY_NAME["cost_usd"]  # any number field: scores.NAME are numbers
+    typed = [
+        f"{guards.from_text(by_name[c], c)} AS {sql_name(c)}" for c in header if c in by_name
+    ] + [
+        f"{guards.from_text(replace(score_field, name=c), c)} AS {sql_name(c)}"
+        for c in header if c.startswith("scores.")
+    ]  # fmt: skip
+    present = [c for c in header if c in by_name or c.startswith("scores.")]
+    inner = f"(SELECT {', '.join(typed) or 'NULL AS _none'} FROM {source})"
+    return _select_from(inner, {c: "typed" for c in present}, run), warnings
 
 
-def _select_from(source: str, present: list[str], run: str | None) -> str:
-    keys = _key_exprs(run)
+def _select_from(source: str, present: dict[str, str], run: str | None) -> str:
+    """The model's columns from `source`, whose `present` columns map to their type ("typed":
+    already converted by the type rules)."""
     score_cols = [c for c in present if c.startswith("scores.")]
     exprs = []
     for f in FIELDS:
@@ -379,18 +368,14 @@ def _select_from(source: str, present: list[str], run: str | None) -> str:
                 f"map_from_entries(list_filter([{entries}], lambda e: e.value IS NOT NULL))"
                 f"::{f.duckdb_type}"
             )
-        elif f.name in present and f.strict:  # a string column (CSV's always are), or NULLs
-            col = sql_name(f.name)
-            expr = (
-                f"CASE WHEN {col} IS NULL THEN NULL::{f.duckdb_type} "
-                f"WHEN typeof({col}) = 'VARCHAR' THEN {col}::VARCHAR ELSE {_not_a_string(f)} END"
-            )
         elif f.name in present:
-            expr = keys.get(f.name, f"CAST({sql_name(f.name)} AS {f.duckdb_type})")
+            column_type = present[f.name]
+            converted = (
+                sql_name(f.name) if column_type == "typed" else guards.from_column(f, column_type)
+            )
+            expr = _keyed(f.name, converted, run)
         else:
-            expr = keys.get(f.name, f"NULL::{f.duckdb_type}")
-            if f.name == "epoch":
-                expr = "0"
+            expr = _keyed(f.name, f"NULL::{f.duckdb_type}", run)
         exprs.append(f"{expr} AS {sql_name(f.name)}")
     return f"SELECT {', '.join(exprs)} FROM {source}"
 
@@ -399,7 +384,7 @@ def _parquet_select(
     con: duckdb.DuckDBPyConnection, path: Path, run: str | None
 ) -> tuple[str, list[str]]:
     source = f"read_parquet({sql_literal(str(path))})"
-    present = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()]
+    present = {r[0]: r[1] for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
     known = {f.name for f in FIELDS}
     ignored = [c for c in present if c not in known and not c.startswith("scores.")]
     warnings = [f"{path}: column(s) ignored: {', '.join(ignored)}"] if ignored else []

@@ -11,37 +11,12 @@ import math
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from calipers.data.model import ASSERTION_LAYERS, FIELD_BY_NAME, FIELDS, KEY
+from calipers.data.guards import NESTED as _NESTED
+from calipers.data.model import ASSERTION_LAYERS, FIELD_BY_NAME, FIELDS, INT32_MAX, INT64_MAX, KEY
 from calipers.errors import Problem
 
-BOOLEAN_WORDS = frozenset({"true", "false", "t", "f", "1", "0", "yes", "no"})
 NONNEGATIVE = ("epoch", "tokens_in", "tokens_out", "cost_usd", "latency_s", "tool_calls", "steps")
 _INT_TYPES = ("INTEGER", "BIGINT")
-_ASSERTION = {
-    "name": "VARCHAR",
-    "type": "VARCHAR",
-    "layer": "VARCHAR",
-    "weight": "DOUBLE",
-    "passed": "BOOLEAN",
-    "value": "JSON",
-    "detail": "VARCHAR",
-}
-_JUDGMENT = {
-    "judge": "VARCHAR",
-    "dimension": "VARCHAR",
-    "score": "DOUBLE",
-    "scale_min": "DOUBLE",
-    "scale_max": "DOUBLE",
-    "rationale": "VARCHAR",
-    "red_flags": "VARCHAR[]",
-    "bonuses": "VARCHAR[]",
-    "error": "VARCHAR",
-    "prompt_hash": "VARCHAR",
-    "repeat": "INTEGER",
-}
-_HUMAN = {"dimension": "VARCHAR", "score": "DOUBLE"}
-_TOOL = {"name": "VARCHAR", "input": "JSON", "output": "VARCHAR"}
-_NESTED = {"assertions": _ASSERTION, "judgments": _JUDGMENT, "human": _HUMAN, "tools": _TOOL}
 
 
 def describe(value: Any) -> str:
@@ -72,13 +47,16 @@ def _type_ok(kind: str, v: Any) -> bool:
     if kind == "VARCHAR":
         return isinstance(v, str) or _is_number(v)
     if kind in _INT_TYPES:
-        return _is_number(v) and math.isfinite(v) and float(v).is_integer()
+        return (
+            _is_number(v)
+            and math.isfinite(v)
+            and float(v).is_integer()
+            and (abs(v) <= (INT32_MAX if kind == "INTEGER" else INT64_MAX))
+        )
     if kind == "DOUBLE":
         return _is_number(v)
-    if kind == "BOOLEAN":  # as lenient as DuckDB's reader, so both paths agree
-        if isinstance(v, str):
-            return v.strip().lower() in BOOLEAN_WORDS
-        return isinstance(v, bool) or (isinstance(v, int) and v in (0, 1))
+    if kind == "BOOLEAN":  # JSON true/false (a CSV cell's words are read as booleans first)
+        return isinstance(v, bool)
     if kind == "VARCHAR[]":
         return isinstance(v, list) and all(isinstance(x, str) for x in v)
     return True
@@ -264,6 +242,8 @@ class RecordChecker:
                     got="nothing",
                 )
                 return
+            if isinstance(value, dict | list):
+                return  # a key of the wrong type is reported as such; it cannot repeat
             key_values.append(str(value) if name != "epoch" else value)
         key = tuple(key_values)
         first = self.seen.get(key)

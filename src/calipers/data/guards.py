@@ -1,0 +1,207 @@
+"""SQL that reads each field of a sample file exactly as the record checker (`validate.py`) would:
+a value of the wrong type fails the read (then the diagnostic pass names the line and field)
+instead of being cast. Without these, DuckDB would round an epoch of 1.5 to 2, read "12" as 12,
+an object as its JSON text, 0.5 as true.
+
+The rules, per field type (the same on every path; `tests/test_type_rules.py` checks every field
+with every wrong type on both):
+
+- string: JSON a string, or a number as its text; CSV any text; Parquet a string or number
+  column. (`group` is strict: a string only.)
+- integer: JSON an integer (12.0 too: nothing is rounded); CSV an integral number; Parquet an
+  integer column, or a float column whose values are integral.
+- number: JSON a number; CSV a number; Parquet a numeric column.
+- boolean: JSON true or false; CSV true/false/t/f/1/0/yes/no; Parquet a boolean column.
+- list of strings (red_flags, bonuses): strings only.
+
+NaN and Infinity pass the type check and are refused by the value rules (finite numbers only).
+"""
+
+from __future__ import annotations
+
+import json
+
+from calipers.data.files import sql_literal, sql_name
+from calipers.data.model import Field
+
+_INT = ("INTEGER", "BIGINT")
+_JSON_NUMBER = "('BIGINT', 'UBIGINT', 'DOUBLE')"
+# What Python's float() reads in a CSV cell, as RE2 (DuckDB) and `re` both understand it.
+CSV_NUMBER = (
+    r"\s*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?"
+    r"|[nN][aA][nN])\s*"
+)
+CSV_TRUE = ("true", "t", "1", "yes")
+CSV_FALSE = ("false", "f", "0", "no")
+_NUMERIC_COLUMNS = (
+    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+    "UBIGINT", "FLOAT", "DOUBLE",
+)  # fmt: skip
+_INTEGER_COLUMNS = _NUMERIC_COLUMNS[:9]
+
+# Nested lists of objects: each key's type (the same tables as validate.py's).
+ASSERTION = {"name": "VARCHAR", "type": "VARCHAR", "layer": "VARCHAR", "weight": "DOUBLE",
+             "passed": "BOOLEAN", "value": "JSON", "detail": "VARCHAR"}  # fmt: skip
+JUDGMENT = {"judge": "VARCHAR", "dimension": "VARCHAR", "score": "DOUBLE", "scale_min": "DOUBLE",
+            "scale_max": "DOUBLE", "rationale": "VARCHAR", "red_flags": "VARCHAR[]",
+            "bonuses": "VARCHAR[]", "error": "VARCHAR", "prompt_hash": "VARCHAR",
+            "repeat": "INTEGER"}  # fmt: skip
+HUMAN = {"dimension": "VARCHAR", "score": "DOUBLE"}
+TOOL = {"name": "VARCHAR", "input": "JSON", "output": "VARCHAR"}
+NESTED = {"assertions": ASSERTION, "judgments": JUDGMENT, "human": HUMAN, "tools": TOOL}
+
+
+def wrong(f: Field, what: str) -> str:
+    """SQL that fails the read; the diagnostic pass then names the line."""
+    return f"error({sql_literal(f'{f.name}: {what}')})"
+
+
+def json_kind_ok(kind: str, v: str, depth: int = 0) -> str:
+    """SQL: the JSON value `v` (SQL NULL when the key is absent) is of `kind`, or null."""
+    t = f"json_type({v})"
+    if kind == "JSON":
+        return "true"
+    if kind == "VARCHAR":
+        ok = f"{t} IN ('VARCHAR', 'BIGINT', 'UBIGINT', 'DOUBLE')"
+    elif kind in _INT:
+        ok = (
+            f"{t} IN ('BIGINT', 'UBIGINT') OR ({t} = 'DOUBLE' AND isfinite({v}::DOUBLE) "
+            f"AND {v}::DOUBLE = floor({v}::DOUBLE))"
+        )
+    elif kind == "DOUBLE":
+        ok = f"{t} IN {_JSON_NUMBER}"
+    elif kind == "BOOLEAN":
+        ok = f"{t} = 'BOOLEAN'"
+    elif kind == "VARCHAR[]":
+        x = f"e{depth}"
+        ok = (
+            f"{t} = 'ARRAY' AND NOT coalesce(list_bool_or(list_transform("
+            f"json_extract({v}, '$[*]'), lambda {x}: json_type({x}) <> 'VARCHAR')), false)"
+        )
+    else:
+        raise ValueError(kind)
+    return f"({v} IS NULL OR {t} = 'NULL' OR ({ok}))"
+
+
+def _json_list_ok(struct: dict[str, str], v: str) -> str:
+    keys = " AND ".join(
+        json_kind_ok(kind, f"json_extract(o, {sql_literal('$.' + key)})", depth=1)
+        for key, kind in struct.items()
+    )
+    return (
+        f"json_type({v}) = 'ARRAY' AND NOT coalesce(list_bool_or(list_transform("
+        f"json_extract({v}, '$[*]'), lambda o: NOT (json_type(o) = 'OBJECT' AND {keys}))), false)"
+    )
+
+
+def from_json(f: Field) -> str:
+    """The field read from a JSON column of the same name."""
+    col = sql_name(f.name)
+    null = f"{col} IS NULL OR json_type({col}) = 'NULL'"
+    if f.duckdb_type == "JSON":
+        return col
+    if f.name in NESTED:
+        ok = _json_list_ok(NESTED[f.name], col)
+        # json_transform, unlike a cast, takes objects with keys left out
+        shape = json.dumps([{k: [v[:-2]] if v.endswith("[]") else v
+                             for k, v in NESTED[f.name].items()}])  # fmt: skip
+        value = f"json_transform({col}, {sql_literal(shape)})::{f.duckdb_type}"
+        return (
+            f"CASE WHEN {null} THEN NULL::{f.duckdb_type} WHEN {ok} THEN {value} "
+            f"ELSE {wrong(f, 'not a list of objects of the right types')} END"
+        )
+    if f.name == "scores":
+        ok = (
+            f"json_type({col}) = 'OBJECT' AND NOT coalesce(list_bool_or(list_transform("
+            f"json_extract({col}, '$.*'), lambda s: json_type(s) NOT IN "
+            f"('NULL', 'BIGINT', 'UBIGINT', 'DOUBLE'))), false)"
+        )
+        return (
+            f"CASE WHEN {null} THEN NULL::{f.duckdb_type} WHEN {ok} THEN {col}::{f.duckdb_type} "
+            f"ELSE {wrong(f, 'not an object of numbers')} END"
+        )
+    if f.strict:
+        return (
+            f"CASE WHEN {null} THEN NULL::VARCHAR WHEN json_type({col}) = 'VARCHAR' "
+            f"THEN {col} ->> '$' ELSE {wrong(f, 'a value that is not a string')} END"
+        )
+    kind = f.duckdb_type
+    if kind == "VARCHAR":
+        value = f"{col} ->> '$'"
+    elif kind in _INT:
+        value = (
+            f"CASE WHEN json_type({col}) = 'DOUBLE' THEN {col}::DOUBLE::{kind} "
+            f"ELSE {col}::{kind} END"
+        )
+    else:
+        value = f"{col}::{kind}"
+    return (
+        f"CASE WHEN {null} THEN NULL::{kind} WHEN {json_kind_ok(kind, col)} THEN {value} "
+        f"ELSE {wrong(f, 'wrong type')} END"
+    )
+
+
+def from_text(f: Field, column: str) -> str:
+    """The field read from a CSV cell (text; an empty cell is NULL)."""
+    col = sql_name(column)
+    kind = f.duckdb_type
+    if kind == "VARCHAR":
+        return col
+    number = f"regexp_full_match({col}, {sql_literal(CSV_NUMBER)})"
+    if kind == "BOOLEAN":
+        word = f"lower(trim({col}))"
+        return (
+            f"CASE WHEN {col} IS NULL THEN NULL::BOOLEAN "
+            f"WHEN {word} IN {CSV_TRUE} THEN true WHEN {word} IN {CSV_FALSE} THEN false "
+            f"ELSE {wrong(f, 'not true or false')} END"
+        )
+    if kind in _INT:
+        as_double = f"trim({col})::DOUBLE"
+        return (
+            f"CASE WHEN {col} IS NULL THEN NULL::{kind} "
+            f"WHEN regexp_full_match({col}, '\\s*[+-]?\\d+\\s*') THEN trim({col})::{kind} "
+            f"WHEN {number} AND isfinite({as_double}) AND {as_double} = floor({as_double}) "
+            f"THEN {as_double}::{kind} ELSE {wrong(f, 'not an integer')} END"
+        )
+    if kind == "DOUBLE":
+        return (
+            f"CASE WHEN {col} IS NULL THEN NULL::DOUBLE WHEN {number} THEN trim({col})::DOUBLE "
+            f"ELSE {wrong(f, 'not a number')} END"
+        )
+    if kind == "JSON":  # a cell that is not JSON text is a string (the decision `approve`)
+        return f"CASE WHEN json_valid({col}) THEN {col}::JSON ELSE to_json({col}) END"
+    return f"CAST({col} AS {kind})"
+
+
+def from_column(f: Field, column_type: str) -> str:
+    """The field read from a typed (Parquet) column: by its type, then (floats for integers) its
+    values."""
+    col = sql_name(f.name)
+    kind = f.duckdb_type
+    base = column_type.split("(")[0].upper()
+    numeric = base in _NUMERIC_COLUMNS or base == "DECIMAL"
+    if kind == "BOOLEAN":
+        ok = base == "BOOLEAN"
+    elif kind in _INT:
+        if base in _INTEGER_COLUMNS:
+            ok = True
+        elif numeric:
+            return (
+                f"CASE WHEN {col} IS NULL THEN NULL::{kind} WHEN isfinite({col}::DOUBLE) AND "
+                f"{col} = floor({col}) THEN {col}::{kind} "
+                f"ELSE {wrong(f, 'not an integer')} END"
+            )
+        else:
+            ok = False
+    elif kind == "DOUBLE":
+        ok = numeric
+    elif kind == "VARCHAR":
+        ok = base == "VARCHAR" or (numeric and not f.strict)
+    else:  # nested and JSON columns: DuckDB's cast, then the value rules
+        return f"CAST({col} AS {kind})"
+    if not ok:
+        return (
+            f"CASE WHEN {col} IS NULL THEN NULL::{kind} "
+            f"ELSE {wrong(f, f'a {column_type} column')} END"
+        )
+    return f"CAST({col} AS {kind})"
