@@ -168,7 +168,9 @@ def test_hostile_case_names_through_check(
     cases = tmp_path / "cases"
     cases.mkdir()
     kelvin = FIXTURES / "kelvin" / "cases"
-    for name, source in zip(["x[b]", "red\x1b[31m", "cost_$_per_$"], sorted(kelvin.iterdir())):
+    for name, source in zip(
+        ["x[b]", "red\x1b[31m", "cost_$_per_$"], sorted(kelvin.iterdir()), strict=False
+    ):
         (cases / f"{name}.md").write_text(source.read_text())
     stage = FIXTURES / "pipelines" / "stage_pipeline.py"
     (tmp_path / "kelvin.yaml").write_text(

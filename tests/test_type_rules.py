@@ -135,8 +135,10 @@ def test_accepted_values_are_stored_exactly(tmp_path: Path) -> None:
     assert row == ("17", 2, 12, 1.0, True, False, "3", {"a": 1.0, "b": None}, 4.0, 1, ["r"])
 
 
-CSV_VALUES = ["x", "12", "12.0", "1e3", "1.5", "-1", "true", "false", "yes", "no", "t", "f",
-              "1", "0", "maybe", "inf", "nan", " 7 ", "1_000", "0x10", str(INT32_MAX + 1)]  # fmt: skip
+CSV_VALUES = [
+    "x", "12", "12.0", "1e3", "1.5", "-1", "true", "false", "yes", "no", "t", "f", "1", "0",
+    "maybe", "inf", "nan", " 7 ", "1_000", "0x10", str(INT32_MAX + 1),
+]  # fmt: skip
 
 
 def test_every_flat_field_gets_one_verdict_in_csv(tmp_path: Path) -> None:

@@ -34,7 +34,9 @@ def print_warnings(warnings: list[str]) -> None:
     default="auto",
     show_default=True,
     help="File format. auto: another tool's output by its content (inspect_ai log, lm-eval "
-    "samples or results, promptfoo results, kelvin directory), else by extension.",
+    "samples or results, promptfoo results, kelvin directory, lighteval details, oaieval record "
+    "log, deepeval test run, HELM run directory, NeMo Evaluator BYOB predictions, Phoenix "
+    "experiment download), else by extension.",
 )
 @quiet_option
 @db_option

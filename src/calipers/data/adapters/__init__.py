@@ -8,7 +8,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from calipers.data.adapters import inspect_log, kelvin, lm_eval, promptfoo
+from calipers.data.adapters import (
+    deepeval,
+    helm,
+    inspect_log,
+    kelvin,
+    lighteval,
+    lm_eval,
+    nemo_evaluator,
+    openai_evals,
+    phoenix,
+    promptfoo,
+)
 
 Rows = list[dict[str, Any]]
 
@@ -18,6 +29,12 @@ ADAPTERS: dict[str, tuple[Callable[[Path], bool], Callable[[Path], Rows]]] = {
     "kelvin": (kelvin.detect, kelvin.read_rows),
     "lm-eval": (lm_eval.detect, lm_eval.read_rows),
     "promptfoo": (promptfoo.detect, promptfoo.read_rows),
+    "lighteval": (lighteval.detect, lighteval.read_rows),
+    "openai-evals": (openai_evals.detect, openai_evals.read_rows),
+    "deepeval": (deepeval.detect, deepeval.read_rows),
+    "helm": (helm.detect, helm.read_rows),
+    "nemo-evaluator": (nemo_evaluator.detect, nemo_evaluator.read_rows),
+    "phoenix": (phoenix.detect, phoenix.read_rows),
 }
 
 

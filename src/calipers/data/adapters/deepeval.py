@@ -1,0 +1,180 @@
+"""deepeval test runs: the JSON deepeval saves for every `evaluate(...)` or `deepeval test run`
+when a results folder is set (`DisplayConfig(results_folder=...)` or DEEPEVAL_RESULTS_FOLDER):
+`test_run_<YYYYMMDD_HHMMSS>.json` (older releases: no `.json`), the TestRun that is also
+`.deepeval/.temp_test_run_data.json`: pydantic's dump with camelCase keys, `None`s left out
+(tested with deepeval 4.3.1).
+
+One sample per test case in `testCases` (and `conversationalTestCases`). `sample_id` is the test
+case's `name` (deepeval's default is `test_case_<order>`, so unnamed cases pair by position);
+deepeval has no repeats, so `epoch` is 0. `run` is the run's `identifier`, else its
+`hyperparameters["model"]`, else the file's stem. `task` is `datasetAlias`, else `testFile`, else
+`deepeval`.
+
+`scores` holds each metric's `score` under its name. `correct` is the case's `success` (every
+non-flaky metric with a verdict passed) unless a non-flaky metric errored: deepeval then records
+the metric as failed with no score, which is an evaluation that did not happen, so the sample gets
+`error` and no `correct`. Each non-flaky metric with a verdict is also a `custom` assertion (its
+pass/fail). `tokenCost`, `completionTime` and the token counts are the app's own (set on the
+LLMTestCase); deepeval's `evaluationCost` and `runDuration` are the metrics' cost and time, not
+the system's: not imported.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from calipers.errors import InputError
+
+_HINT = "Pass a test_run_<timestamp>.json deepeval saved (results_folder, DEEPEVAL_RESULTS_FOLDER)."
+_STRING = r'"(?:[^"\\]|\\.)*"'
+# deepeval dumps the pydantic TestRun in field order: testFile (only when set), then testCases.
+_HEAD = re.compile(rf'^\s*\{{\s*(?:"testFile"\s*:\s*{_STRING}\s*,\s*)?"testCases"\s*:\s*\[')
+
+
+def detect(path: Path) -> bool:
+    """A .json file that opens as deepeval's TestRun does: `{"testFile": …, "testCases": [`."""
+    # Older releases wrote `test_run_<timestamp>` to DEEPEVAL_RESULTS_FOLDER without an extension.
+    named = path.suffix == ".json" or (not path.suffix and path.name.startswith("test_run_"))
+    if not named or not path.is_file():
+        return False
+    try:
+        with path.open(encoding="utf-8", errors="replace") as f:
+            return _HEAD.match(f.read(4096)) is not None
+    except OSError:
+        return False
+
+
+def _load(path: Path) -> dict[str, Any]:
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, not a deepeval test run file", hint=_HINT)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})",
+            hint="The file may be cut short (deepeval still writing, or a partial copy).",
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not readable: {exc}") from None
+    if not (
+        isinstance(data, dict)
+        and isinstance(data.get("testCases"), list)
+        and isinstance(data.get("conversationalTestCases", []), list)
+    ):
+        raise InputError(
+            f"{path}: not a deepeval test run (expected an object with a testCases list)",
+            hint=_HINT,
+        )
+    return data
+
+
+def run_name(data: dict[str, Any], path: Path) -> str:
+    """The identifier the run was given, else the model among its hyperparameters."""
+    hyper = data.get("hyperparameters")
+    model = hyper.get("model") if isinstance(hyper, dict) else None
+    for name in (data.get("identifier"), model):
+        if isinstance(name, str) and name:
+            return name
+    return path.stem
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """One sample row per deepeval test case (single-turn and conversational)."""
+    data = _load(path)
+    run = run_name(data, path)
+    task = next(
+        (t for t in (data.get("datasetAlias"), data.get("testFile")) if isinstance(t, str) and t),
+        "deepeval",
+    )
+    rows: list[dict[str, Any]] = []
+    first: dict[str, str] = {}
+    for key in ("testCases", "conversationalTestCases"):
+        for number, case in enumerate(data.get(key) or []):
+            where = f"{key}[{number}]"
+            if not (isinstance(case, dict) and isinstance(case.get("name"), str)):
+                raise InputError(f"{path}: {where} is not a test case with a name", hint=_HINT)
+            name = case["name"]
+            if name in first:
+                raise InputError(
+                    f"{path}: {where}: test case name '{name}' again (first at {first[name]}): "
+                    "calipers cannot tell these samples apart",
+                    hint="Give each LLMTestCase its own name=.",
+                )
+            first[name] = where
+            rows.append(_row(path, where, case, run, task))
+    if not rows:
+        raise InputError(f"{path}: holds no test cases", hint=_HINT)
+    return rows
+
+
+def _row(path: Path, where: str, case: dict[str, Any], run: str, task: str) -> dict[str, Any]:
+    row: dict[str, Any] = {"run": run, "task": task, "sample_id": case["name"], "epoch": 0}
+    for field, key in (
+        ("input", "input"),
+        ("input", "scenario"),  # a conversational case's description
+        ("output", "actualOutput"),
+        ("expected", "expectedOutput"),
+        ("expected", "expectedOutcome"),
+    ):
+        if isinstance(case.get(key), str):
+            row[field] = case[key]
+    for field, key in (("tokens_in", "inputTokenCount"), ("tokens_out", "outputTokenCount")):
+        value = case.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            row[field] = value
+    for field, key in (("cost_usd", "tokenCost"), ("latency_s", "completionTime")):
+        if _number(case.get(key)) and case[key] >= 0:
+            row[field] = float(case[key])
+    metrics = case.get("metricsData") or []
+    if not isinstance(metrics, list) or not all(isinstance(m, dict) for m in metrics):
+        raise InputError(f"{path}: {where}.metricsData is not a list of metric results")
+    scores: dict[str, float] = {}
+    errors, assertions = [], []
+    for metric in metrics:
+        name = str(metric.get("name") or "metric")
+        if name in scores:
+            raise InputError(
+                f"{path}: {where}: two metrics named '{name}'",
+                hint="Give the metrics distinct names (a __name__ property on custom metrics).",
+            )
+        if _number(metric.get("score")):
+            scores[name] = float(metric["score"])
+        if metric.get("flaky"):  # deepeval: a flaky metric never decides pass/fail
+            continue
+        error = metric.get("error")
+        if error:
+            errors.append(f"{name}: {error}")
+        elif not isinstance(metric.get("success"), bool):
+            continue  # no verdict (no threshold): deepeval leaves it out of pass/fail too
+        assertions.append(_assertion(name, metric, error))
+    if scores:
+        row["scores"] = scores
+    if assertions:
+        row["assertions"] = assertions
+    if errors:
+        row["error"] = "; ".join(errors)
+    elif assertions and isinstance(case.get("success"), bool):
+        row["correct"] = case["success"]
+    return row
+
+
+def _assertion(name: str, metric: dict[str, Any], error: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": name, "type": "custom", "passed": metric.get("success") is True}
+    if error:
+        detail = f"not evaluated: {error}"
+    else:
+        detail = str(metric.get("reason") or "")
+        numbers = [f"{k} {metric[k]:g}" for k in ("score", "threshold") if _number(metric.get(k))]
+        if numbers:
+            detail = f"{detail} ({', '.join(numbers)})".strip()
+    if detail:
+        out["detail"] = detail
+    return out
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

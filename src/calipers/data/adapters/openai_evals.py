@@ -1,0 +1,181 @@
+"""OpenAI evals record logs (`oaieval <completion_fn> <eval> [--record_path FILE]`, evals 3.x;
+default path `/tmp/evallogs/<run_id>_<completion_fn>_<eval>.jsonl`). JSON Lines written by
+evals' LocalRecorder: first `{"spec": {completion_fns, eval_name, run_id, …}}`, then, in batches,
+event lines `{run_id, event_id, sample_id, type, data, created_by, created_at}`, and
+`{"final_report": {…}}` once the eval ends (before the last batch of events, so anywhere).
+
+One sample per `sample_id` (`<eval>.<split>.<index in the samples file>`, so it pairs across runs
+of the same eval) and per repeat: the k-th `match` event of a sample is its epoch k, as is its
+k-th `metrics` event (an eval that records several per sample scores each as a trial, which is
+what evals' accuracy averages over). `run` is the completion fns (`,`-joined), `task` the eval's
+`eval_name` (`match.dev.v0`).
+
+`correct` is a match event's `correct`; `scores` are a metrics event's finite numeric values
+(booleans as 0/1). `expected` is the match's `expected` (a list of references joined by newlines).
+The k-th `sampling` event gives epoch k its `output` (`sampled`, when one completion), `input`
+(`prompt`: a string, or chat messages as JSON) and tokens (`usage.prompt_tokens` /
+`completion_tokens`, which evals sums into the final report's `usage_*`). An `error` event is
+the sample's `error`. Other event types (`raw_sample`, `extra`, `embedding`, …) are not read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from calipers.errors import InputError
+
+_HINT = "Pass the record log `oaieval ... --record_path FILE` wrote (JSON Lines)."
+_EPOCH_EVENTS = ("match", "metrics")
+
+
+def _spec(line: str) -> dict[str, Any] | None:
+    try:
+        first = json.loads(line)
+    except ValueError:
+        return None
+    spec = first.get("spec") if isinstance(first, dict) else None
+    if isinstance(spec, dict) and "eval_name" in spec and "completion_fns" in spec:
+        return spec
+    return None
+
+
+def detect(path: Path) -> bool:
+    """A file whose first line is evals' run spec: `{"spec": {"completion_fns", "eval_name"…}}`."""
+    if not path.is_file():
+        return False
+    try:
+        with path.open(encoding="utf-8") as f:
+            if f.read(9) != '{"spec": ':  # evals' json.dumps of {"spec": …}: cheap refusal
+                return False
+            f.seek(0)
+            return _spec(f.readline(1 << 20)) is not None
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """One sample row per sample_id and repeat of the record log."""
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, not an oaieval record log", hint=_HINT)
+    events: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    spec: dict[str, Any] | None = None
+    try:
+        with path.open(encoding="utf-8") as f:
+            for number, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                if number == 1:
+                    spec = _spec(line)
+                    if spec is None:
+                        raise InputError(
+                            f"{path}, line 1: not an oaieval record log (expected the run "
+                            'spec: {"spec": {"completion_fns", "eval_name", …}})',
+                            hint=_HINT,
+                        )
+                    continue
+                record = _record(path, number, line)
+                if record is not None:
+                    by_type = events.setdefault(str(record["sample_id"]), {})
+                    by_type.setdefault(str(record["type"]), []).append(record["data"])
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not readable: {exc}") from None
+    if spec is None:
+        raise InputError(f"{path}: is empty", hint=_HINT)
+    fns = spec["completion_fns"]
+    run = ",".join(str(f) for f in fns) if isinstance(fns, list) else str(fns)
+    task = str(spec["eval_name"])
+    rows = [r for sample, by_type in events.items() for r in _rows(run, task, sample, by_type)]
+    if not rows:
+        raise InputError(
+            f"{path}: holds no match, metrics or error events",
+            hint="The eval may have stopped before recording any sample (or logs none).",
+        )
+    return rows
+
+
+def _record(path: Path, number: int, line: str) -> dict[str, Any] | None:
+    try:
+        record = json.loads(line)
+    except ValueError as exc:
+        raise InputError(
+            f"{path}, line {number}: not JSON ({exc})",
+            hint="The file may be cut short (oaieval still writing, or a partial copy).",
+        ) from None
+    if isinstance(record, dict) and ("final_report" in record or "spec" in record):
+        return None
+    if not (
+        isinstance(record, dict)
+        and isinstance(record.get("type"), str)
+        and record.get("sample_id") is not None
+        and isinstance(record.get("data"), dict)
+    ):
+        raise InputError(
+            f"{path}, line {number}: not an oaieval event "
+            "(expected an object with sample_id, type and a data object)",
+            hint=_HINT,
+        )
+    return record
+
+
+def _rows(run: str, task: str, sample: str, by_type: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    matches, metrics = by_type.get("match", []), by_type.get("metrics", [])
+    samplings, errors = by_type.get("sampling", []), by_type.get("error", [])
+    epochs = max(len(matches), len(metrics), 1 if errors else 0)
+    rows = []
+    for epoch in range(epochs):
+        row: dict[str, Any] = {"run": run, "task": task, "sample_id": sample, "epoch": epoch}
+        if epoch < len(matches):
+            _add_match(row, matches[epoch])
+        if epoch < len(metrics):
+            scores = {k: float(v) for k, v in metrics[epoch].items() if _number(v)}
+            if scores:
+                row["scores"] = scores
+        # Without one sampling per trial, which completion a trial scored is not known.
+        if len(samplings) == epochs:
+            _add_sampling(row, samplings[epoch])
+        if errors and epoch == epochs - 1:
+            row["error"] = "; ".join(_error_text(e) for e in errors)
+        rows.append(row)
+    return rows
+
+
+def _add_match(row: dict[str, Any], data: dict[str, Any]) -> None:
+    if isinstance(data.get("correct"), bool):
+        row["correct"] = data["correct"]
+    expected = data.get("expected")
+    if isinstance(expected, list) and all(isinstance(e, str) for e in expected):
+        expected = "\n".join(expected)
+    if isinstance(expected, str):
+        row["expected"] = expected
+
+
+def _add_sampling(row: dict[str, Any], data: dict[str, Any]) -> None:
+    prompt, sampled = data.get("prompt"), data.get("sampled")
+    if isinstance(prompt, str):
+        row["input"] = prompt
+    elif prompt is not None:
+        row["input"] = json.dumps(prompt, ensure_ascii=False)
+    if isinstance(sampled, list) and len(sampled) == 1:
+        sampled = sampled[0]
+    if isinstance(sampled, str):
+        row["output"] = sampled
+    usage = data.get("usage")
+    if isinstance(usage, dict):
+        for field, key in (("tokens_in", "prompt_tokens"), ("tokens_out", "completion_tokens")):
+            value = usage.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                row[field] = value
+
+
+def _error_text(data: dict[str, Any]) -> str:
+    kind, message = data.get("type"), data.get("message")
+    return ": ".join(str(x) for x in (kind, message) if x) or "error"
+
+
+def _number(value: Any) -> bool:
+    if isinstance(value, bool):
+        return True
+    return isinstance(value, int | float) and math.isfinite(value)
