@@ -73,6 +73,11 @@ _0005_EXPECTED = "ALTER TABLE samples ADD COLUMN expected VARCHAR"
 # `group` is an SQL keyword: quoted here, and wherever SQL names the column.
 _0006_GROUP = 'ALTER TABLE samples ADD COLUMN "group" VARCHAR'
 
+# Usage of graders and judges (a model-graded scorer), kept apart from the system under test's.
+_0007_GRADER_TOKENS_IN = "ALTER TABLE samples ADD COLUMN grader_tokens_in BIGINT"
+_0007_GRADER_TOKENS_OUT = "ALTER TABLE samples ADD COLUMN grader_tokens_out BIGINT"
+_0007_GRADER_COST = "ALTER TABLE samples ADD COLUMN grader_cost_usd DOUBLE"
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("0001_samples", (_0001_SAMPLES,)),
     ("0002_imports_log", (_0002_IMPORTS_LOG,)),
@@ -80,6 +85,7 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("0004_rubric_history", (_0004_RUBRIC_HISTORY,)),
     ("0005_input_expected", (_0005_INPUT, _0005_EXPECTED)),
     ("0006_group", (_0006_GROUP,)),
+    ("0007_grader_usage", (_0007_GRADER_TOKENS_IN, _0007_GRADER_TOKENS_OUT, _0007_GRADER_COST)),
 )
 
 _BOOKKEEPING = (

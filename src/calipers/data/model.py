@@ -274,6 +274,22 @@ FIELDS: tuple[Field, ...] = (
         since="0006_group",
         strict=True,
     ),
+    Field(
+        "grader_tokens_in",
+        "BIGINT",
+        _NONNEG_INT,
+        "input tokens of the graders and judges that scored the sample (a model-graded "
+        "scorer), kept apart from the system's own `tokens_in`",
+        since="0007_grader_usage",
+    ),
+    Field(
+        "grader_tokens_out", "BIGINT", _NONNEG_INT, "output tokens of the graders",
+        since="0007_grader_usage",
+    ),  # fmt: skip
+    Field(
+        "grader_cost_usd", "DOUBLE", _NONNEG_NUM, "cost of the graders in US dollars",
+        since="0007_grader_usage",
+    ),  # fmt: skip
 )
 
 FIELD_BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}

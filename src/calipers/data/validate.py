@@ -15,7 +15,8 @@ from calipers.data.guards import NESTED as _NESTED
 from calipers.data.model import ASSERTION_LAYERS, FIELD_BY_NAME, FIELDS, INT32_MAX, INT64_MAX, KEY
 from calipers.errors import Problem
 
-NONNEGATIVE = ("epoch", "tokens_in", "tokens_out", "cost_usd", "latency_s", "tool_calls", "steps")
+NONNEGATIVE = ("epoch", "tokens_in", "tokens_out", "cost_usd", "latency_s", "tool_calls", "steps",
+               "grader_tokens_in", "grader_tokens_out", "grader_cost_usd")  # fmt: skip
 _INT_TYPES = ("INTEGER", "BIGINT")
 
 
