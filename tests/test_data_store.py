@@ -67,7 +67,7 @@ def test_reimport_replaces_instead_of_duplicating(tmp_path: Path) -> None:
         assert (first.samples, first.replaced) == (5, 0)
         assert (second.samples, second.replaced) == (5, 5)
         assert store.count() == 5
-        store.import_files([GOOD / "small.jsonl"], run="other")
+        store.import_files([GOOD / "small.jsonl"], rename="other")
         assert [(r.run, r.samples) for r in store.runs()] == [("m", 5), ("other", 5)]
 
 
@@ -108,8 +108,8 @@ def test_unknown_fields_warn_and_never_crash(
 def test_run_override_fills_and_replaces(tmp_path: Path) -> None:
     no_run = tmp_path / "norun.jsonl"
     no_run.write_text('{"task": "t", "sample_id": 1, "correct": true}\n')
-    assert open_samples(no_run, run="given").runs() == ["given"]
-    assert calipers.load(no_run, run="given").column("sample_id").to_pylist() == ["1"]
+    assert open_samples(no_run, rename="given").runs() == ["given"]
+    assert calipers.load(no_run, rename="given").column("sample_id").to_pylist() == ["1"]
 
 
 def test_reading_an_empty_or_missing_store_is_a_data_error(tmp_path: Path) -> None:

@@ -323,7 +323,7 @@ def test_a_writable_open_while_a_read_only_one_is_open(tmp_path: Path) -> None:
     samples = open_samples(None, db=path)  # keeps its read-only store open
     assert samples.runs() == ["m"]
     with Store(path) as store:
-        store.import_files([GOOD / "small.jsonl"], run="other")
+        store.import_files([GOOD / "small.jsonl"], rename="other")
         assert store.count() == 10
     assert samples.runs() == ["m", "other"] and samples.count() == 10
     with Store(path) as store:  # and again, once the first writer is closed
@@ -344,7 +344,7 @@ def test_a_read_only_open_while_a_writable_one_is_open(tmp_path: Path) -> None:
         reader.import_files([GOOD / "small.jsonl"])
     with pytest.raises(InputError, match="read-only"):
         reader.update_column("human", [("m", "t", "s0", 0, None)])
-    writer.import_files([GOOD / "small.jsonl"], run="other")
+    writer.import_files([GOOD / "small.jsonl"], rename="other")
     assert [r.run for r in reader.runs()] == ["m", "other"]
     writer.close()
     assert reader.count() == 10
@@ -368,7 +368,7 @@ def test_an_unfinished_read_blocks_a_writer_with_a_clear_error(tmp_path: Path) -
     assert len(result.fetchall()) == 50_000
     assert reader.count() == 5  # the reader is unharmed
     with Store(path) as store:  # and once its result is fetched, a writer opens
-        store.import_files([GOOD / "small.jsonl"], run="other")
+        store.import_files([GOOD / "small.jsonl"], rename="other")
     assert reader.count() == 10
     reader.close()
 

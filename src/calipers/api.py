@@ -24,7 +24,6 @@ from calipers.schemes import available, get_scheme
 from calipers.schemes.base import Scheme, SchemeResult
 from calipers.verdicts.base import Comparison
 from calipers.verdicts.planning import Plan
-from calipers.workspace import DEFAULT_DB
 
 __all__ = ["Samples", "available_schemes", "compare", "load", "open", "plan", "score"]
 
@@ -50,7 +49,8 @@ def open(
     source: str | Path | Any | None = None,
     *,
     db: str | Path | None = None,
-    runs: Sequence[str] | None = None,
+    runs: str | Sequence[str] | None = None,
+    rename: str | None = None,
     format: str = "auto",
 ) -> Samples:
     """Samples from wherever they are, ready for `score` and `compare`.
@@ -58,23 +58,21 @@ def open(
     `source` is a file (JSON Lines, CSV, Parquet, or another tool's output, read by content and
     validated, not imported), a pandas or polars DataFrame, a pyarrow Table, or a list of dicts
     (one per sample, fields as in `calipers schema`); None opens the store at `db` (default
-    .calipers/calipers.duckdb) read-only. `runs` keeps only those runs.
+    .calipers/calipers.duckdb) read-only. `runs` keeps only those runs (as `--run`, a name or
+    several); `rename` names the run of every sample read from `source` (as `--as`), before
+    `runs` picks.
     """
     from calipers.data.source import open_samples
 
     if source is not None and db is not None:
         raise InputError("give either `source` or `db`, not both", parameters=["source", "db"])
-    if source is None:
-        samples = open_samples(None, db=db or DEFAULT_DB)
-        if runs:
-            samples = _only_runs(samples, runs)
-        return _as_samples(samples)
-    if isinstance(source, str | Path):
-        samples = open_samples(Path(source), format=format)
-    else:
-        samples = _open_records(source)
-    if runs:
-        samples = _only_runs(samples, runs)
+    picked = [runs] if isinstance(runs, str) else list(runs or [])
+    if source is None or isinstance(source, str | Path):
+        where = None if source is None else Path(source)
+        return _as_samples(open_samples(where, db=db, runs=picked, rename=rename, format=format))
+    samples = _open_records(source, rename=rename)
+    if picked:
+        samples = _only_runs(samples, picked)
     return _as_samples(samples)
 
 
@@ -82,7 +80,7 @@ def _as_samples(samples: SampleSet) -> Samples:
     return Samples(samples.con, samples.relation, samples.origin, samples.warnings)
 
 
-def _open_records(data: Any) -> SampleSet:
+def _open_records(data: Any, *, rename: str | None = None) -> SampleSet:
     """A DataFrame, Arrow table or list of dicts: written to a temporary JSON Lines file and read
     through the same validation as any file, so every problem is reported the same way."""
     import json
@@ -113,7 +111,7 @@ def _open_records(data: Any) -> SampleSet:
         path.write_text(
             "".join(json.dumps(r, default=_json_default) + "\n" for r in rows), encoding="utf-8"
         )
-        samples = open_samples(path, format="jsonl")
+        samples = open_samples(path, rename=rename, format="jsonl")
     samples.origin = origin
     return samples
 
@@ -265,24 +263,25 @@ def plan(
     return make_plan(design, goal)
 
 
-def load(path_or_store: str | Path | object, *, run: str | None = None) -> Any:
+def load(
+    source: str | Path | Any | None = None,
+    *,
+    db: str | Path | None = None,
+    runs: str | Sequence[str] | None = None,
+    rename: str | None = None,
+    format: str = "auto",
+) -> Any:
     """Samples as a pyarrow Table (`.to_pandas()`, `polars.from_arrow(...)`).
 
-    Accepts a sample file (JSON Lines, CSV, Parquet), a store file (`.duckdb`) or a `Store`.
-    With a file, `run` names the run of its samples (as `calipers score FILE --run`); with a
-    store, it picks that run.
+    Takes what `open` takes, plus a store file (`.duckdb`) or a `Store` as `source`. `runs`
+    keeps only those runs (as `--run`); `rename` names the run of a file's samples (as `--as`).
     """
-    from calipers.data.source import open_samples
     from calipers.data.store import Store
 
-    if isinstance(path_or_store, Store):
-        return path_or_store.samples([run] if run else None).to_arrow()
-    path = Path(str(path_or_store))
-    if path.suffix in (".duckdb", ".db"):
-        with open(db=path, runs=[run] if run else None) as stored:
-            return stored.to_arrow()
-    read = open_samples(path, run=run)
-    try:
-        return read.to_arrow()
-    finally:
-        read.con.close()
+    if isinstance(source, Store):
+        picked = [runs] if isinstance(runs, str) else list(runs or [])
+        return source.samples(picked or None).to_arrow()
+    if isinstance(source, str | Path) and Path(source).suffix in (".duckdb", ".db"):
+        source, db = None, source
+    with open(source, db=db, runs=runs, rename=rename, format=format) as samples:
+        return samples.to_arrow()

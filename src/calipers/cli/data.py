@@ -11,7 +11,7 @@ import click
 from rich.table import Table
 
 from calipers.cli.main import cli, stderr_console, stdout_console
-from calipers.cli.options import db_option, quiet_option
+from calipers.cli.options import as_option, db_option, quiet_option, runs_option
 from calipers.data.adapters import ADAPTERS
 from calipers.data.store import Store, describe_runs
 from calipers.errors import InputError
@@ -26,7 +26,8 @@ def print_warnings(warnings: list[str]) -> None:
 
 @cli.command("import")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--run", default=None, help="Run name for every sample (overrides the files').")
+@runs_option
+@as_option
 @click.option(
     "--format",
     "fmt",
@@ -40,10 +41,13 @@ def print_warnings(warnings: list[str]) -> None:
 )
 @quiet_option
 @db_option
-def import_(files: tuple[Path, ...], run: str | None, fmt: str, db: Path) -> None:
-    """Validate FILES and import them into the store, all in one transaction."""
+def import_(
+    files: tuple[Path, ...], runs: tuple[str, ...], rename: str | None, fmt: str, db: Path
+) -> None:
+    """Validate FILES and import them into the store, all in one transaction. --run imports
+    only the runs named; --as names the run of everything imported."""
     with Store(db) as store:
-        summary = store.import_files(list(files), run=run, format=fmt)
+        summary = store.import_files(list(files), rename=rename, runs=runs or None, format=fmt)
     print_warnings(summary.warnings)
     replaced = (
         f" ({summary.replaced:,} replaced samples with the same key)" if summary.replaced else ""

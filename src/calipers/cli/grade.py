@@ -15,6 +15,7 @@ from calipers.cli.options import (
     judge_options,
     judging_from,
     quiet_option,
+    runs_option,
 )
 from calipers.errors import DataError, InputError
 from calipers.grading.grade import grade_file, grade_store
@@ -27,7 +28,7 @@ from calipers.running.judging import JudgeOptions
 @click.option(
     "-o", "--out", type=click.Path(path_type=Path, dir_okay=False), help="With FILE: write here."
 )
-@click.option("--run", default=None, help="Without FILE: grade only this run of the store.")
+@runs_option
 @judge_options
 @click.option(
     "--rubric",
@@ -47,7 +48,7 @@ from calipers.running.judging import JudgeOptions
 @quiet_option
 @db_option
 def grade(
-    file: Path | None, out: Path | None, run: str | None, judges: tuple[str, ...],
+    file: Path | None, out: Path | None, runs: tuple[str, ...], judges: tuple[str, ...],
     judge_base_url: str | None, judge_key_env: str, judge_kind: str, judge_repeat: int,
     judge_timeout: float | None, judge_retries: int | None, max_judge_failures: float | None,
     no_debias_length: bool, rubric: Path | None, jobs: int | None, refresh: bool,
@@ -69,7 +70,7 @@ def grade(
                 "--judge …`.",
             )
         judge_store_command(
-            db, run, judging_from(judges, judge_base_url, judge_key_env, judge_kind,
+            db, runs, judging_from(judges, judge_base_url, judge_key_env, judge_kind,
                                   judge_repeat, no_debias_length, timeout_s=judge_timeout,
                                   retries=judge_retries, refresh=refresh),
             rubric=rubric, jobs=jobs, executor=executor, ray_address=ray_address, quiet=is_quiet(),
@@ -89,7 +90,9 @@ def grade(
     else:
         if out is not None:
             raise InputError("-o is for grading a FILE; the store is graded in place")
-        summary = grade_store(db, run=run)
+        if runs:
+            stored_runs(db, runs)
+        summary = grade_store(db, runs=runs)
         where = str(db)
     if not is_quiet():
         stdout_console().print(
@@ -99,8 +102,8 @@ def grade(
 
 
 def judge_store_command(
-    db: Path, run: str | None, judging: JudgeOptions, *, rubric: Path | None, jobs: int | None,
-    max_judge_failures: float | None = None,
+    db: Path, runs: tuple[str, ...], judging: JudgeOptions, *, rubric: Path | None,
+    jobs: int | None, max_judge_failures: float | None = None,
     executor: str, ray_address: str | None, quiet: bool,
 ) -> None:  # fmt: skip
     from calipers.cli.run import judges_table, raise_judge_failures, with_calls
@@ -109,12 +112,14 @@ def judge_store_command(
 
     if not db.is_file():
         raise DataError(f"no store at {db}", hint="Import or run something first, or give --db.")
+    if runs:
+        stored_runs(db, runs)
     backend = open_backend(
         "ray" if executor == "ray" else "local", workers=jobs, ray_address=ray_address
     )
     try:
         result = judge_store(
-            db, judging, backend, run=run, rubric=rubric, progress=False if quiet else None
+            db, judging, backend, runs=runs, rubric=rubric, progress=False if quiet else None
         )
     except BaseException:  # an interrupt (stored what finished) or an error
         backend.close(cancel=True)  # calls in flight are not waited for
@@ -142,3 +147,17 @@ def judge_store_command(
             "judges saw the task name instead (`calipers run` records inputs)."
         )
     raise_judge_failures(summaries, max_judge_failures)
+
+
+def stored_runs(db: Path, runs: tuple[str, ...]) -> None:
+    """`--run` names runs of the store: an unknown one is an error, not an empty grading."""
+    from calipers.data.store import Store
+
+    with Store(db, read_only=True) as store:
+        present = {info.run for info in store.runs()}
+    missing = [r for r in runs if r not in present]
+    if missing:
+        raise InputError(
+            f"--run {', '.join(missing)}: no such run in the store {db}",
+            hint=f"Runs there: {', '.join(sorted(present)) or '(none)'} (`calipers runs`).",
+        )

@@ -25,6 +25,8 @@ _QUIET = "calipers.quiet"
 
 # library parameter → the flag that sets it (where the two names differ)
 FLAGS = {
+    "runs": "--run",
+    "rename": "--as",
     "confidence_level": "--confidence",
     "baseline": "--baseline",
     "candidates": "--candidate",
@@ -46,6 +48,28 @@ def _add(func: Any, options: list[Any]) -> Any:
     for option in reversed(options):
         func = option(func)
     return func
+
+
+def runs_option(func: Any) -> Any:
+    """`--run NAME` (repeatable): which runs, on every command; never a rename (that is --as)."""
+    return click.option(
+        "--run",
+        "runs",
+        multiple=True,
+        metavar="NAME",
+        help="Only this run (repeatable). Names the runs as they are (after --as).",
+    )(func)
+
+
+def as_option(func: Any) -> Any:
+    """`--as NAME`: the run name of every sample read from a file."""
+    return click.option(
+        "--as",
+        "rename",
+        default=None,
+        metavar="NAME",
+        help="Name the run of every sample read (overrides the file's run names).",
+    )(func)
 
 
 def db_option(func: Any) -> Any:

@@ -8,7 +8,13 @@ from typing import Any
 import click
 
 from calipers.cli.main import cli
-from calipers.cli.options import db_option, json_option, quiet_option, rubric_options
+from calipers.cli.options import (
+    db_option,
+    json_option,
+    quiet_option,
+    rubric_options,
+    runs_option,
+)
 from calipers.cli.output import emit
 from calipers.cli.score import score_command_call
 from calipers.errors import InputError
@@ -21,7 +27,7 @@ from calipers.schemes.rubric.scoring import RubricResult
 @cli.command("rank")
 @click.argument("file", required=False, type=click.Path(path_type=Path))
 @click.option("--scheme", default="rubric", show_default=True, help="Only rubric ranks for now.")
-@click.option("--run", default=None, help="Rank only this run's evaluations.")
+@runs_option
 @rubric_options
 @json_option
 @quiet_option
@@ -29,7 +35,7 @@ from calipers.schemes.rubric.scoring import RubricResult
 def rank_command(
     file: Path | None,
     scheme: str,
-    run: str | None,
+    runs: tuple[str, ...],
     rubric: Path | None,
     no_history: bool,
     json_out: str | None,
@@ -42,13 +48,18 @@ def rank_command(
         raise InputError(f"rank supports --scheme rubric, not '{scheme}'", parameters=["scheme"])
     options: dict[str, Any] = {"rubric": rubric} if rubric is not None else {}
     result = score_command_call(
-        file, db=db, scheme=get_scheme("rubric"), run=run, options=options, no_history=no_history
+        file,
+        db=db,
+        scheme=get_scheme("rubric"),
+        runs=runs,
+        options=options,
+        no_history=no_history,
     )
     assert isinstance(result, RubricResult)
     ranked = rank(
         result.evaluations,
         origin=result.origin,
-        parameters={"rubric": result.parameters["rubric"], "run": run},
+        parameters={"rubric": result.parameters["rubric"], "run": ", ".join(runs) or None},
     )
     emit(
         ranked.to_dict(),

@@ -10,18 +10,21 @@ from rich.console import Console
 from rich.table import Table
 
 from calipers.cli.main import cli
-from calipers.cli.options import db_option, html_option, json_option, quiet_option
+from calipers.cli.options import db_option, html_option, json_option, quiet_option, runs_option
 from calipers.cli.output import emit
 from calipers.errors import InputError
 from calipers.render.text import escape
 
 
 @cli.command("report")
+@runs_option
 @html_option
 @json_option
 @quiet_option
 @db_option
-def report_command(html_out: Path | None, json_out: str | None, db: Path) -> None:
+def report_command(
+    runs: tuple[str, ...], html_out: Path | None, json_out: str | None, db: Path
+) -> None:
     """Report everything in the store: its runs and the fields they fill, then every scheme the
     data allows, scored with its defaults (read-only: nothing is recorded)."""
     from calipers.report.score_pages import store_page
@@ -31,7 +34,7 @@ def report_command(html_out: Path | None, json_out: str | None, db: Path) -> Non
         raise InputError(
             "nothing to write", hint="Give --html PATH and/or --json PATH (- for stdout)."
         )
-    report = store_report(db)
+    report = store_report(db, runs=runs or None)
     emit(report, json_out=json_out, html_out=html_out, page=store_page, show=summary(report, db))
 
 

@@ -13,6 +13,7 @@ from calipers import api
 from calipers.cli.data import print_warnings
 from calipers.cli.main import cli, stdout_console
 from calipers.cli.options import (
+    as_option,
     bootstrap_options,
     db_option,
     given_scheme_options,
@@ -21,6 +22,7 @@ from calipers.cli.options import (
     layered_metric_options,
     quiet_option,
     rubric_options,
+    runs_option,
 )
 from calipers.cli.output import emit
 from calipers.errors import InputError
@@ -35,7 +37,8 @@ def score_command_call(
     *,
     db: Path,
     scheme: Scheme,
-    run: str | None,
+    runs: tuple[str, ...] | list[str] = (),
+    rename: str | None = None,
     options: dict[str, Any],
     no_history: bool = False,
 ) -> SchemeResult:
@@ -45,32 +48,24 @@ def score_command_call(
         options = {**options, "history": None if no_history else db}
     elif no_history:
         options = {**options, "history": None}  # refused by the scheme, naming --no-history
-    with _open(file, db=db, run=run) as samples:
+    with _open(file, db=db, runs=runs, rename=rename) as samples:
         print_warnings(samples.warnings)
         return api.score(samples, scheme.name, **options)
 
 
-def _open(file: Path | None, *, db: Path, run: str | None) -> api.Samples:
-    """With FILE, `--run` names its samples' run (overriding theirs); with the store, it picks a
-    run."""
-    from calipers.data.source import open_samples
-
-    if file is None:
-        return api.open(None, db=db, runs=[run] if run else None)
-    samples = open_samples(file, run=run)
-    return api.Samples(samples.con, samples.relation, samples.origin, samples.warnings)
+def _open(
+    file: Path | None, *, db: Path, runs: tuple[str, ...] | list[str], rename: str | None
+) -> api.Samples:
+    """FILE or the store; `--run` picks runs in either, `--as` names a FILE's run."""
+    return api.open(file, db=None if file is not None else db, runs=list(runs), rename=rename)
 
 
 @cli.command()
 @click.argument("file", required=False, type=click.Path(path_type=Path))
 @click.option("--scheme", "scheme_name", required=True, help="Scoring scheme (`calipers schemes`).")
 @click.option("--z", type=float, default=None, help="reasonscore: Wilson z (default 1.96).")
-@click.option(
-    "--run",
-    "run",
-    default=None,
-    help="With FILE: the run name of its samples (overrides theirs). Without: score only this run.",
-)
+@runs_option
+@as_option
 @click.option("--tasks", "detail", is_flag=True, help="Also print per-task scores.")
 @click.option(
     "--baseline", default=None, help="objective: cost adjustments against this run's tasks."
@@ -85,7 +80,8 @@ def _open(file: Path | None, *, db: Path, run: str | None) -> api.Samples:
 def score(
     file: Path | None,
     scheme_name: str,
-    run: str | None,
+    runs: tuple[str, ...],
+    rename: str | None,
     detail: bool,
     baseline: str | None,
     no_history: bool,
@@ -104,8 +100,9 @@ def score(
     if baseline is not None:
         options["baseline"] = baseline
     result = score_command_call(
-        file, db=db, scheme=scheme, run=run, options=options, no_history=no_history
-    )
+        file, db=db, scheme=scheme, runs=runs, rename=rename, options=options,
+        no_history=no_history,
+    )  # fmt: skip
     emit(
         result.to_dict(),
         json_out=json_out,
@@ -125,6 +122,8 @@ def score(
     help="A scheme that ranks runs.",
 )
 @click.option("--z", type=float, default=None, help="reasonscore: Wilson z (default 1.96).")
+@runs_option
+@as_option
 @json_option
 @html_option
 @quiet_option
@@ -132,6 +131,8 @@ def score(
 def leaderboard(
     file: Path | None,
     scheme_name: str,
+    runs: tuple[str, ...],
+    rename: str | None,
     json_out: str | None,
     html_out: Path | None,
     db: Path,
@@ -147,7 +148,9 @@ def leaderboard(
             parameters=["scheme"],
         )
     options = given_scheme_options(params)
-    result = score_command_call(file, db=db, scheme=scheme, run=None, options=options)
+    result = score_command_call(
+        file, db=db, scheme=scheme, runs=runs, rename=rename, options=options
+    )
     emit(
         result.to_dict(),
         json_out=json_out,

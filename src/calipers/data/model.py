@@ -283,13 +283,19 @@ FIELDS: tuple[Field, ...] = (
         since="0007_grader_usage",
     ),
     Field(
-        "grader_tokens_out", "BIGINT", _NONNEG_INT, "output tokens of the graders",
+        "grader_tokens_out",
+        "BIGINT",
+        _NONNEG_INT,
+        "output tokens of the graders",
         since="0007_grader_usage",
-    ),  # fmt: skip
+    ),
     Field(
-        "grader_cost_usd", "DOUBLE", _NONNEG_NUM, "cost of the graders in US dollars",
+        "grader_cost_usd",
+        "DOUBLE",
+        _NONNEG_NUM,
+        "cost of the graders in US dollars",
         since="0007_grader_usage",
-    ),  # fmt: skip
+    ),
 )
 
 FIELD_BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}

@@ -214,6 +214,28 @@ def _stage_rows(
     )
 
 
+def keep_runs(
+    con: duckdb.DuckDBPyConnection, tables: list[str], runs: list[str], origin: str
+) -> None:
+    """Keep only `runs` (`--run`, repeatable) in the staged tables; a run that none of them holds
+    is an error naming the runs there (a filter that silently matched nothing would score or
+    import nothing, or the wrong thing)."""
+    present: set[str] = set()
+    for table in tables:
+        present |= {r[0] for r in con.execute(f"SELECT DISTINCT run FROM {table}").fetchall()}
+    missing = [r for r in runs if r not in present]
+    if missing:
+        raise InputError(
+            f"--run {', '.join(missing)}: no such run in {origin}",
+            hint=f"Runs there: {', '.join(sorted(present)) or '(none)'}. `--run` picks runs; "
+            "`--as NAME` names the run of what is read.",
+            parameters=["runs"],
+        )
+    wanted = ", ".join(sql_literal(r) for r in runs)
+    for table in tables:
+        con.execute(f"DELETE FROM {table} WHERE run NOT IN ({wanted})")
+
+
 def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:
     return scalar(con, f"SELECT count(*) FROM {table}")
 

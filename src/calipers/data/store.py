@@ -26,7 +26,7 @@ import duckdb
 from calipers.data import migrations
 from calipers.data.files import sql_literal, sql_name, visible_controls
 from calipers.data.model import FIELD_BY_NAME, FIELD_NAMES, FIELDS, KEY
-from calipers.data.readers import StagedFile, stage_file
+from calipers.data.readers import StagedFile, keep_runs, stage_file
 from calipers.data.sampleset import SampleSet, scalar
 from calipers.errors import DataError, InputError, Problem, ValidationError
 
@@ -332,14 +332,17 @@ class Store:
         self,
         paths: Sequence[str | Path],
         *,
-        run: str | None = None,
+        rename: str | None = None,
+        runs: Sequence[str] | None = None,
         format: str = "auto",
         replace_tasks: bool = False,
     ) -> ImportSummary:
         """Validate every file, then write all of them in one transaction: any problem in any
-        file leaves the store exactly as it was. Samples whose key already exists replace it;
-        with `replace_tasks`, every earlier sample of a (run, task) the files hold is replaced,
-        whatever its epoch (a re-run with fewer epochs leaves no stale ones)."""
+        file leaves the store exactly as it was. `rename` names the run of every sample (`--as`);
+        `runs` imports only those runs (`--run`, after renaming). Samples whose key already
+        exists replace it; with `replace_tasks`, every earlier sample of a (run, task) the files
+        hold is replaced, whatever its epoch (a re-run with fewer epochs leaves no stale ones)."""
+        run = rename
         if self.read_only:
             raise InputError("the store is open read-only")
         if not paths:
@@ -361,6 +364,10 @@ class Store:
                     problems.extend(exc.problems)
             if len(failures) == 1:
                 raise failures[0]  # keeps its own hint
+            if runs:
+                keep_runs(con, [s.table for s in staged], list(runs), ", ".join(map(str, paths)))
+                for s in staged:
+                    s.rows = scalar(con, f"SELECT count(*) FROM {s.table}")
             problems += self._cross_file_duplicates(staged)
             if problems:
                 raise ValidationError(problems)
@@ -437,9 +444,20 @@ class Store:
         keys = ", ".join(KEY)
         for i, a in enumerate(staged):
             for b in staged[i + 1 :]:
-                rows = self.con.execute(
-                    f"SELECT {keys} FROM {a.table} INTERSECT SELECT {keys} FROM {b.table} LIMIT 3"
-                ).fetchall()
+                shared = f"SELECT {keys} FROM {a.table} INTERSECT SELECT {keys} FROM {b.table}"
+                total = scalar(self.con, f"SELECT count(*) FROM ({shared})")
+                rows = self.con.execute(f"{shared} ORDER BY ALL LIMIT 3").fetchall()
+                if total > len(rows):  # every collision counted, three shown
+                    problems.append(
+                        Problem(
+                            f"{total} sample keys are in both {a.path} and {b.path} (the first "
+                            f"{len(rows)} follow)",
+                            file=str(b.path),
+                            field="sample_id",
+                            expected="each key in one file of an import",
+                            got=f"{total} repeats",
+                        )
+                    )
                 for row in rows:
                     problems.append(
                         Problem(

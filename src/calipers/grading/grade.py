@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,7 +105,7 @@ def grade_file(source: Path, out: Path) -> GradeSummary:
     return GradeSummary(samples, assertions, passed)
 
 
-def grade_store(db: Path, *, run: str | None = None) -> GradeSummary:
+def grade_store(db: Path, *, runs: Sequence[str] | None = None) -> GradeSummary:
     """Evaluate the ungraded assertions of the store's samples and store the results in one
     transaction: either every sample is updated or none is."""
     with Store(db) as store:
@@ -113,9 +113,9 @@ def grade_store(db: Path, *, run: str | None = None) -> GradeSummary:
         cols = ", ".join(("run", "task", "sample_id", "epoch", "assertions", *_SAMPLE_FIELDS))
         where = "list_bool_or(list_transform(assertions, lambda a: a.passed IS NULL))"
         params: list[object] = []
-        if run is not None:
-            where += " AND run = ?"
-            params.append(run)
+        if runs:
+            where += " AND list_contains(?, run)"
+            params.append(list(runs))
         rel = con.execute(f"SELECT {cols} FROM samples WHERE {where}", params)
         names = [d[0] for d in rel.description]
         rows = [dict(zip(names, r, strict=True)) for r in rel.fetchall()]

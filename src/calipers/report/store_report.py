@@ -6,20 +6,22 @@ stands."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from calipers.data.model import FIELDS
 from calipers.data.store import Store, describe_runs
-from calipers.errors import CalipersError, DataError
+from calipers.errors import CalipersError, DataError, InputError
 from calipers.render.json_report import REPORT_SCHEMA_VERSION
 from calipers.schemes import available
 
 _KEY = ("run", "task", "sample_id", "epoch")
 
 
-def store_report(db: str | Path) -> dict[str, Any]:
-    """The store report's JSON document (schema: `calipers schema --report store`)."""
+def store_report(db: str | Path, *, runs: Sequence[str] | None = None) -> dict[str, Any]:
+    """The store report's JSON document (schema: `calipers schema --report store`), over every
+    run or only `runs` (`--run`)."""
     sections: dict[str, Any] = {}
     skipped: dict[str, str] = {}
     with Store(db, read_only=True) as store:
@@ -28,16 +30,27 @@ def store_report(db: str | Path) -> dict[str, Any]:
                 f"the store {store.path} holds no samples",
                 hint="Import some with `calipers import FILE`.",
             )
-        runs = describe_runs(store.runs())
-        filled = _filled_fields(store)
+        infos = store.runs()
+        present = {i.run for i in infos}
+        missing = [r for r in runs or [] if r not in present]
+        if missing:
+            raise InputError(
+                f"--run {', '.join(missing)}: no such run in the store {store.path}",
+                hint=f"Runs there: {', '.join(sorted(present))} (`calipers runs`).",
+                parameters=["runs"],
+            )
+        chosen = set(runs) if runs else present
+        described = describe_runs([i for i in infos if i.run in chosen])
+        filled = {r: v for r, v in _filled_fields(store).items() if r in chosen}
         for cls in available().values():
             scheme = cls()
             for scoring in scheme.report_scorings(store, filled):
-                if scoring.skipped is not None or not scoring.runs:
+                picked = [r for r in scoring.runs if r in chosen]
+                if scoring.skipped is not None or not picked:
                     skipped[scoring.key] = scoring.skipped or "no run to score"
                     continue
                 try:
-                    result = scheme.score(store.samples(scoring.runs), **scoring.options)
+                    result = scheme.score(store.samples(picked), **scoring.options)
                 except CalipersError as exc:
                     skipped[scoring.key] = exc.message
                     continue
@@ -46,7 +59,7 @@ def store_report(db: str | Path) -> dict[str, Any]:
         "schema_version": REPORT_SCHEMA_VERSION,
         "kind": "store",
         "store": str(db),
-        "runs": [{**r, "fields": filled[r["run"]]} for r in runs],
+        "runs": [{**r, "fields": filled[r["run"]]} for r in described],
         "sections": sections,
         "skipped": skipped,
     }

@@ -278,7 +278,7 @@ def judge_store(
     options: JudgeOptions,
     backend: Backend,
     *,
-    run: str | None = None,
+    runs: Sequence[str] | None = None,
     rubric: Path | None = None,
     progress: bool | None = None,
 ) -> StoreJudging:
@@ -296,10 +296,10 @@ def judge_store(
     with Store(db) as store:
         query = (
             "SELECT run, task, sample_id, epoch, input, expected, output, judgments FROM samples "
-            "WHERE output IS NOT NULL" + (" AND run = ?" if run is not None else "")
+            "WHERE output IS NOT NULL" + (" AND list_contains(?, run)" if runs else "")
             + " ORDER BY run, task, sample_id, epoch"
         )  # fmt: skip
-        cursor = store.con.execute(query, [run] if run is not None else [])
+        cursor = store.con.execute(query, [list(runs)] if runs else [])
         columns = [d[0] for d in cursor.description]
         rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
         requests = []
