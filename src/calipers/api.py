@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from calipers.data.mapping import parse_map
 from calipers.data.sampleset import SampleSet
 from calipers.errors import InputError
 from calipers.schemes import available, get_scheme
@@ -52,6 +53,7 @@ def open(
     runs: str | Sequence[str] | None = None,
     rename: str | None = None,
     format: str = "auto",
+    map: str | Mapping[str, str] | None = None,
 ) -> Samples:
     """Samples from wherever they are, ready for `score` and `compare`.
 
@@ -60,7 +62,8 @@ def open(
     (one per sample, fields as in `calipers schema`); None opens the store at `db` (default
     .calipers/calipers.duckdb) read-only. `runs` keeps only those runs (as `--run`, a name or
     several); `rename` names the run of every sample read from `source` (as `--as`), before
-    `runs` picks.
+    `runs` picks. `map` reads a file whose columns have other names: {field: column} or
+    "sample_id=doc_id,scores.acc=acc" (as `--map`).
     """
     from calipers.data.source import open_samples
 
@@ -69,7 +72,11 @@ def open(
     picked = [runs] if isinstance(runs, str) else list(runs or [])
     if source is None or isinstance(source, str | Path):
         where = None if source is None else Path(source)
-        return _as_samples(open_samples(where, db=db, runs=picked, rename=rename, format=format))
+        given = map if isinstance(map, str | None) else ",".join(f"{f}={c}" for f, c in map.items())
+        samples = open_samples(
+            where, db=db, runs=picked, rename=rename, format=format, mapping=parse_map(given)
+        )
+        return _as_samples(samples)
     samples = _open_records(source, rename=rename)
     if picked:
         samples = _only_runs(samples, picked)
@@ -270,6 +277,7 @@ def load(
     runs: str | Sequence[str] | None = None,
     rename: str | None = None,
     format: str = "auto",
+    map: str | Mapping[str, str] | None = None,
 ) -> Any:
     """Samples as a pyarrow Table (`.to_pandas()`, `polars.from_arrow(...)`).
 
@@ -283,5 +291,5 @@ def load(
         return source.samples(picked or None).to_arrow()
     if isinstance(source, str | Path) and Path(source).suffix in (".duckdb", ".db"):
         source, db = None, source
-    with open(source, db=db, runs=runs, rename=rename, format=format) as samples:
+    with open(source, db=db, runs=runs, rename=rename, format=format, map=map) as samples:
         return samples.to_arrow()

@@ -11,8 +11,9 @@ import click
 from rich.table import Table
 
 from calipers.cli.main import cli, stderr_console, stdout_console
-from calipers.cli.options import as_option, db_option, quiet_option, runs_option
+from calipers.cli.options import as_option, db_option, map_option, quiet_option, runs_option
 from calipers.data.adapters import ADAPTERS
+from calipers.data.mapping import parse_map
 from calipers.data.store import Store, describe_runs
 from calipers.errors import InputError
 from calipers.render.text import escape
@@ -28,6 +29,7 @@ def print_warnings(warnings: list[str]) -> None:
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @runs_option
 @as_option
+@map_option
 @click.option(
     "--format",
     "fmt",
@@ -42,12 +44,20 @@ def print_warnings(warnings: list[str]) -> None:
 @quiet_option
 @db_option
 def import_(
-    files: tuple[Path, ...], runs: tuple[str, ...], rename: str | None, fmt: str, db: Path
+    files: tuple[Path, ...],
+    runs: tuple[str, ...],
+    rename: str | None,
+    column_map: str | None,
+    fmt: str,
+    db: Path,
 ) -> None:
     """Validate FILES and import them into the store, all in one transaction. --run imports
     only the runs named; --as names the run of everything imported."""
     with Store(db) as store:
-        summary = store.import_files(list(files), rename=rename, runs=runs or None, format=fmt)
+        summary = store.import_files(
+            list(files), rename=rename, runs=runs or None, format=fmt,
+            mapping=parse_map(column_map),
+        )  # fmt: skip
     print_warnings(summary.warnings)
     replaced = (
         f" ({summary.replaced:,} replaced samples with the same key)" if summary.replaced else ""

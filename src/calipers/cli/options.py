@@ -27,6 +27,7 @@ _QUIET = "calipers.quiet"
 FLAGS = {
     "runs": "--run",
     "rename": "--as",
+    "map": "--map",
     "confidence_level": "--confidence",
     "baseline": "--baseline",
     "candidates": "--candidate",
@@ -69,6 +70,18 @@ def as_option(func: Any) -> Any:
         default=None,
         metavar="NAME",
         help="Name the run of every sample read (overrides the file's run names).",
+    )(func)
+
+
+def map_option(func: Any) -> Any:
+    """`--map FIELD=COLUMN,…`: a file whose columns have other names."""
+    return click.option(
+        "--map",
+        "column_map",
+        default=None,
+        metavar="FIELD=COLUMN,…",
+        help="Read a JSONL/CSV/Parquet file with other column names, e.g. "
+        "sample_id=doc_id,scores.acc=acc,run=model.",
     )(func)
 
 

@@ -20,6 +20,7 @@ from calipers.cli.options import (
     html_option,
     json_option,
     layered_metric_options,
+    map_option,
     quiet_option,
     rubric_options,
     runs_option,
@@ -39,6 +40,7 @@ def score_command_call(
     scheme: Scheme,
     runs: tuple[str, ...] | list[str] = (),
     rename: str | None = None,
+    column_map: str | None = None,
     options: dict[str, Any],
     no_history: bool = False,
 ) -> SchemeResult:
@@ -48,16 +50,24 @@ def score_command_call(
         options = {**options, "history": None if no_history else db}
     elif no_history:
         options = {**options, "history": None}  # refused by the scheme, naming --no-history
-    with _open(file, db=db, runs=runs, rename=rename) as samples:
+    with _open(file, db=db, runs=runs, rename=rename, column_map=column_map) as samples:
         print_warnings(samples.warnings)
         return api.score(samples, scheme.name, **options)
 
 
 def _open(
-    file: Path | None, *, db: Path, runs: tuple[str, ...] | list[str], rename: str | None
+    file: Path | None,
+    *,
+    db: Path,
+    runs: tuple[str, ...] | list[str],
+    rename: str | None,
+    column_map: str | None = None,
 ) -> api.Samples:
-    """FILE or the store; `--run` picks runs in either, `--as` names a FILE's run."""
-    return api.open(file, db=None if file is not None else db, runs=list(runs), rename=rename)
+    """FILE or the store; `--run` picks runs in either, `--as` names a FILE's run, `--map` maps
+    a FILE's columns."""
+    return api.open(
+        file, db=None if file is not None else db, runs=list(runs), rename=rename, map=column_map
+    )
 
 
 @cli.command()
@@ -66,6 +76,7 @@ def _open(
 @click.option("--z", type=float, default=None, help="reasonscore: Wilson z (default 1.96).")
 @runs_option
 @as_option
+@map_option
 @click.option("--tasks", "detail", is_flag=True, help="Also print per-task scores.")
 @click.option(
     "--baseline", default=None, help="objective: cost adjustments against this run's tasks."
@@ -82,6 +93,7 @@ def score(
     scheme_name: str,
     runs: tuple[str, ...],
     rename: str | None,
+    column_map: str | None,
     detail: bool,
     baseline: str | None,
     no_history: bool,
@@ -100,8 +112,8 @@ def score(
     if baseline is not None:
         options["baseline"] = baseline
     result = score_command_call(
-        file, db=db, scheme=scheme, runs=runs, rename=rename, options=options,
-        no_history=no_history,
+        file, db=db, scheme=scheme, runs=runs, rename=rename, column_map=column_map,
+        options=options, no_history=no_history,
     )  # fmt: skip
     emit(
         result.to_dict(),
@@ -124,6 +136,7 @@ def score(
 @click.option("--z", type=float, default=None, help="reasonscore: Wilson z (default 1.96).")
 @runs_option
 @as_option
+@map_option
 @json_option
 @html_option
 @quiet_option
@@ -133,6 +146,7 @@ def leaderboard(
     scheme_name: str,
     runs: tuple[str, ...],
     rename: str | None,
+    column_map: str | None,
     json_out: str | None,
     html_out: Path | None,
     db: Path,
@@ -149,8 +163,9 @@ def leaderboard(
         )
     options = given_scheme_options(params)
     result = score_command_call(
-        file, db=db, scheme=scheme, runs=runs, rename=rename, options=options
-    )
+        file, db=db, scheme=scheme, runs=runs, rename=rename, column_map=column_map,
+        options=options,
+    )  # fmt: skip
     emit(
         result.to_dict(),
         json_out=json_out,

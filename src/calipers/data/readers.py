@@ -8,10 +8,12 @@ are the precise definition of validity.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -19,6 +21,7 @@ import duckdb
 
 from calipers.data import diagnose, guards
 from calipers.data.files import open_bytes, sql_literal, sql_name
+from calipers.data.mapping import mapped_copy
 from calipers.data.model import FIELD_BY_NAME, FIELDS, INT32_MAX, KEY, layer_case
 from calipers.data.sampleset import scalar
 from calipers.data.validate import FLAT_FIELDS, NONNEGATIVE
@@ -130,13 +133,23 @@ def stage_file(
     *,
     run: str | None = None,
     fmt: str = "auto",
+    mapping: dict[str, str] | None = None,
 ) -> StagedFile:
     """Read and validate `path` into a new temporary table `table`; raise ValidationError with
     every problem found, leaving no table behind. Another tool's output (`adapters`) is turned
-    into sample rows first and validated as JSON Lines."""
+    into sample rows first and validated as JSON Lines; `mapping` ({column: field}, `--map`)
+    renames a file's columns first."""
     from calipers.data.adapters import adapter_for
 
     _check_readable(path)
+    if mapping:
+        _check_path(path)
+        kind = detect_format(path, fmt)
+        with tempfile.TemporaryDirectory(prefix="calipers-map-") as tmp:
+            copy = mapped_copy(path, kind, mapping, Path(tmp))
+            with _named_as(copy, path):
+                staged = stage_file(con, copy, table, run=run, fmt=kind)
+        return StagedFile(path, kind, table, staged.rows, _renamed(staged.warnings, copy, path))
     read_rows = adapter_for(path, fmt) if path.exists() else None
     if read_rows is not None:
         return _stage_rows(con, path, table, read_rows(path), run=run, fmt=fmt)
@@ -208,10 +221,35 @@ def _stage_rows(
     with tempfile.TemporaryDirectory(prefix="calipers-adapter-") as tmp:
         lines = Path(tmp) / f"{path.name or 'samples'}.jsonl"
         lines.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-        staged = stage_file(con, lines, table, run=run, fmt="jsonl")
+        with _named_as(lines, path, rows_of=True):
+            staged = stage_file(con, lines, table, run=run, fmt="jsonl")
     return StagedFile(
-        path, fmt if fmt != "auto" else "adapter", table, staged.rows, staged.warnings
-    )
+        path, fmt if fmt != "auto" else "adapter", table, staged.rows,
+        _renamed(staged.warnings, lines, path),
+    )  # fmt: skip
+
+
+def _renamed(texts: list[str], temp: Path, original: Path) -> list[str]:
+    return [t.replace(str(temp), str(original)) for t in texts]
+
+
+@contextlib.contextmanager
+def _named_as(temp: Path, original: Path, *, rows_of: bool = False) -> Iterator[None]:
+    """Problems found in a temporary copy name the file the user gave (an adapter's rows are
+    numbered as the sample rows it made from the file, not as its lines)."""
+    try:
+        yield
+    except ValidationError as exc:
+        problems = [
+            replace(
+                p,
+                file=str(original) if p.file == str(temp) else p.file,
+                message=p.message.replace(str(temp), str(original)),
+                unit="sample" if rows_of and p.file == str(temp) else p.unit,
+            )
+            for p in exc.problems
+        ]
+        raise ValidationError(problems, hint=exc.hint) from None
 
 
 def keep_runs(
@@ -331,7 +369,7 @@ def _csv_columns(path: Path, run: str | None) -> tuple[list[str], list[str]]:
     required = [k for k in KEY if k != "epoch" and not (k == "run" and run is not None)]
     for col in required:
         if col not in seen:
-            hint = " (or give --run NAME)" if col == "run" else ""
+            hint = " (or give --as NAME)" if col == "run" else ""
             problems.append(
                 Problem(
                     f"missing required column{hint}",

@@ -22,6 +22,7 @@ def open_samples(
     runs: Sequence[str] | None = None,
     rename: str | None = None,
     format: str = "auto",
+    mapping: dict[str, str] | None = None,
 ) -> SampleSet:
     """A FILE is read and validated into an in-memory database, without importing it; None means
     the store at `db` (default .calipers/calipers.duckdb), opened read-only. `runs` keeps only
@@ -29,10 +30,14 @@ def open_samples(
     if source is not None:
         con = duckdb.connect()
         con.execute("SET enable_progress_bar = false")
-        staged = stage_file(con, Path(source), "file_samples", run=rename, fmt=format)
+        staged = stage_file(
+            con, Path(source), "file_samples", run=rename, fmt=format, mapping=mapping
+        )
         if runs:
             keep_runs(con, [staged.table], list(runs), str(source))
         return SampleSet(con, staged.table, str(source), staged.warnings)
+    if mapping:
+        raise InputError("--map renames a FILE's columns; the store's are the model's")
     if rename is not None:
         raise InputError(
             "--as names the run of a FILE's samples; the store's runs keep their names",

@@ -335,6 +335,7 @@ class Store:
         rename: str | None = None,
         runs: Sequence[str] | None = None,
         format: str = "auto",
+        mapping: dict[str, str] | None = None,
         replace_tasks: bool = False,
     ) -> ImportSummary:
         """Validate every file, then write all of them in one transaction: any problem in any
@@ -358,7 +359,11 @@ class Store:
             # and a failed read there cannot abort the transaction that writes.
             for i, path in enumerate(paths):
                 try:
-                    staged.append(stage_file(con, Path(path), f"stage_{i}", run=run, fmt=format))
+                    staged.append(
+                        stage_file(
+                            con, Path(path), f"stage_{i}", run=run, fmt=format, mapping=mapping
+                        )
+                    )
                 except ValidationError as exc:
                     failures.append(exc)
                     problems.extend(exc.problems)

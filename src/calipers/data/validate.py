@@ -234,7 +234,7 @@ class RecordChecker:
             if name == "epoch" and value is None:
                 value = 0
             if value is None or (isinstance(value, str) and value == ""):
-                hint = " (or give --run NAME)" if name == "run" else ""
+                hint = " (or give --as NAME)" if name == "run" else ""
                 yield self.problem(
                     line,
                     name,
