@@ -28,7 +28,15 @@ LOGS = (
     "small.eval",
     "small-chunked.eval",
     "deflate.eval",
+    "slash-ids.eval",
+    "slash-ids-chunked.eval",
+    "graded.eval",
+    "graded-roles.eval",
+    "graded-self.eval",
 )
+# metrics (accuracy or mean) in each log's results.scores, when not the arith task's five
+METRICS = {"errors.eval": 1, "slash-ids.eval": 1, "slash-ids-chunked.eval": 1}
+METRICS |= {name: 2 for name in ("graded.eval", "graded-roles.eval", "graded-self.eval")}
 GOOD_JSONL = Path(__file__).parent / "fixtures" / "good" / "small.jsonl"
 
 
@@ -58,7 +66,7 @@ def header(name: str) -> dict[str, Any]:
     return data
 
 
-def rows_of(name: str) -> list[dict[str, Any]]:
+def rows_of(name: str) -> inspect_log.Rows:
     return inspect_log.read_rows(FIXTURES / name)
 
 
@@ -92,7 +100,7 @@ def test_metrics_equal_the_ones_inspect_recorded(name: str) -> None:
                 expected = entry["metrics"][metric]["value"]
                 assert statistics.fmean(means.values()) == pytest.approx(expected, abs=1e-12)
                 checked += 1
-    assert checked == (1 if name == "errors.eval" else 5)
+    assert checked == METRICS.get(name, 5)
 
 
 @pytest.mark.parametrize("name", LOGS)
@@ -124,12 +132,18 @@ def test_counts_ids_epochs_and_keys_match_the_header(name: str) -> None:
 
 @pytest.mark.parametrize("name", LOGS)
 def test_tokens_and_cost_sum_to_the_logs_model_usage(name: str) -> None:
-    usage = header(name)["stats"]["model_usage"].values()
-    rows = rows_of(name)
-    assert sum(row.get("tokens_in", 0) for row in rows) == sum(u["input_tokens"] for u in usage)
-    assert sum(row.get("tokens_out", 0) for row in rows) == sum(u["output_tokens"] for u in usage)
-    cost = sum(row.get("cost_usd", 0.0) for row in rows)
-    assert cost == pytest.approx(sum(u["total_cost"] for u in usage), rel=1e-9)
+    """The eval's model's usage is the sample's own, every other model's its graders'."""
+    log, rows = header(name), rows_of(name)
+    usage = log["stats"]["model_usage"]
+    own = usage[log["eval"]["model"]]
+    graders = [u for model, u in usage.items() if model != log["eval"]["model"]]
+    for prefix, models in (("", [own]), ("grader_", graders)):
+        tokens_in = sum(row.get(f"{prefix}tokens_in", 0) for row in rows)
+        assert tokens_in == sum(u["input_tokens"] for u in models)
+        tokens_out = sum(row.get(f"{prefix}tokens_out", 0) for row in rows)
+        assert tokens_out == sum(u["output_tokens"] for u in models)
+        cost = sum(row.get(f"{prefix}cost_usd", 0.0) for row in rows)
+        assert cost == pytest.approx(sum(u["total_cost"] for u in models), rel=1e-9)
 
 
 def test_json_eval_and_chunked_logs_of_one_run_read_the_same() -> None:
@@ -303,3 +317,170 @@ def test_scores_inspect_cannot_convert_stay_absent(tmp_path: Path) -> None:
     assert not any("correct" in row for row in rows)  # not all C/I or booleans
     rows = read_with([False, "C", "I", True])
     assert [row["correct"] for row in rows] == [False, True, False, True]
+
+
+SLASHED = ("slash-ids.eval", "slash-ids-chunked.eval")
+
+
+@pytest.mark.parametrize("name", SLASHED)
+def test_sample_ids_with_a_slash_are_all_read(name: str) -> None:
+    """inspect names a sample's entry samples/{id}_epoch_{n}.json: an id with "/" nests it."""
+    log, rows = header(name), rows_of(name)
+    with zipfile.ZipFile(FIXTURES / name) as archive:
+        nested = [n for n in archive.namelist() if n.startswith("samples/geo/eu/it_epoch_")]
+    assert nested  # the layout the importer once skipped
+    ids = [str(i) for i in log["eval"]["dataset"]["sample_ids"]]
+    assert sum("/" in i for i in ids) == 6
+    epochs = log["eval"]["config"]["epochs"]
+    assert len(rows) == log["results"]["total_samples"] == len(ids) * epochs == 24
+    assert {row["sample_id"] for row in rows} == set(ids)
+    assert rows.warnings == []
+    assert rows_of("slash-ids-chunked.eval") == rows_of("slash-ids.eval")
+
+
+def test_importing_a_log_with_slashed_ids_counts_every_sample(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = FIXTURES / "slash-ids.eval"
+    assert main(["import", str(path), "--db", str(tmp_path / "db.duckdb")]) == 0
+    assert "Imported 24 samples" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["graded.eval", "graded-roles.eval"])
+def test_grader_usage_is_kept_apart_per_sample(name: str) -> None:
+    """Each row's own usage is its sample's model_usage of the eval's model, its graders' the
+    grader's; with model_roles, the grader's is also its role's (role_usage)."""
+    log = header(name)
+    model = log["eval"]["model"]
+    rows = {(r["sample_id"], r["epoch"]): r for r in rows_of(name)}
+    assert set(log["stats"]["model_usage"]) == {model, "mockllm/grader"}
+    if name == "graded-roles.eval":
+        assert log["stats"]["role_usage"] == {
+            "grader": log["stats"]["model_usage"]["mockllm/grader"]
+        }
+    for sample in log["eval"]["dataset"]["sample_ids"]:
+        for epoch in (1, 2):
+            usage = member(FIXTURES / name, f"samples/{sample}_epoch_{epoch}.json")["model_usage"]
+            row = rows[(str(sample), epoch)]
+            own, grader = usage[model], usage["mockllm/grader"]
+            assert (row["tokens_in"], row["tokens_out"]) == (
+                own["input_tokens"],
+                own["output_tokens"],
+            )
+            assert row["cost_usd"] == pytest.approx(own["total_cost"], rel=1e-12)
+            got = (row["grader_tokens_in"], row["grader_tokens_out"])
+            assert got == (grader["input_tokens"], grader["output_tokens"])
+            assert row["grader_cost_usd"] == pytest.approx(grader["total_cost"], rel=1e-12)
+            assert row["grader_tokens_in"] > 5 * row["tokens_in"]  # what was added before
+
+
+def test_a_model_grading_itself_is_warned_about() -> None:
+    """No grader bound: model_graded_qa falls back to the model under test, and model_usage has
+    its answering and grading under one key; the sample's events tell them apart."""
+    log, rows = header("graded-self.eval"), rows_of("graded-self.eval")
+    assert list(log["stats"]["model_usage"]) == [log["eval"]["model"]]
+    assert not any(key.startswith("grader_") for row in rows for key in row)
+    (warning,) = rows.warnings
+    assert warning.startswith(f"{FIXTURES / 'graded-self.eval'}: in 12 samples the model under")
+    assert "also graded" in warning and "tokens_in/out and cost_usd" in warning
+
+
+def graded_json(tmp_path: Path, edit: Any) -> inspect_log.Rows:
+    """graded.eval as a JSON log, each sample passed through `edit` first."""
+    log = member(FIXTURES / "graded.eval", "header.json")
+    with zipfile.ZipFile(FIXTURES / "graded.eval") as archive:
+        names = [n for n in archive.namelist() if n.startswith("samples/")]
+    log["samples"] = [member(FIXTURES / "graded.eval", n) for n in names]
+    for sample in log["samples"]:
+        edit(log, sample)
+    path = tmp_path / "graded.json"
+    path.write_text(json.dumps(log), encoding="utf-8")
+    return inspect_log.read_rows(path)
+
+
+def test_another_model_called_by_the_solver_is_warned_about(tmp_path: Path) -> None:
+    def grader_called_by_the_solver(log: dict[str, Any], sample: dict[str, Any]) -> None:
+        if sample["id"] == 1 and sample["epoch"] == 1:
+            calls = [e for e in sample["events"] if e["event"] == "model"]
+            (solver,) = [e["span_id"] for e in calls if e["model"] == log["eval"]["model"]]
+            for event in calls:
+                event["span_id"] = solver
+
+    rows = graded_json(tmp_path, grader_called_by_the_solver)
+    (warning,) = rows.warnings
+    assert "in 1 sample mockllm/grader (not the eval's model) was called outside the" in warning
+    assert graded_json(tmp_path, lambda log, sample: None).warnings == []
+
+
+def test_usage_without_the_evals_model_stays_absent(tmp_path: Path) -> None:
+    def rename(log: dict[str, Any], sample: dict[str, Any]) -> None:
+        log["eval"]["model"] = "mockllm/other"
+
+    rows = graded_json(tmp_path, rename)
+    assert not any("tokens" in key or "cost" in key for row in rows for key in row)
+    (warning,) = rows.warnings
+    assert "12 samples have usage only of mockllm/grader, mockllm/model-a" in warning
+    assert "mockllm/other" in warning and "left absent" in warning
+
+
+@pytest.mark.parametrize(
+    ("name", "status", "found"), [("incomplete.eval", "started", 12), ("failed.eval", "error", 16)]
+)
+def test_an_incomplete_log_is_warned_about(name: str, status: str, found: int) -> None:
+    """incomplete.eval: the process was killed after 12 of 24 samples (no header.json);
+    failed.eval: a sample error stopped the eval (status error)."""
+    path = FIXTURES / name
+    with zipfile.ZipFile(path) as archive:
+        has_header = "header.json" in archive.namelist()
+    log = member(path, "header.json" if has_header else "_journal/start.json")
+    assert log.get("status", "started") == status
+    assert (len(log["eval"]["dataset"]["sample_ids"]), log["eval"]["config"]["epochs"]) == (12, 2)
+    rows = inspect_log.read_rows(path)
+    assert len(rows) == found
+    assert rows.warnings[0] == (
+        f"{path}: incomplete log (status {status}): {found} of 24 samples (dataset 12 × 2 "
+        "epochs); the scores cover only these"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "fewer"), [("errors.eval", "1 sample has"), ("failed.eval", "10 samples have")]
+)
+def test_unequal_scored_epochs_are_warned_about(name: str, fewer: str) -> None:
+    """errors.eval: sample 3 errored in epoch 2; failed.eval: 8 samples stopped at epoch 1 and
+    2 errored in epoch 2."""
+    rows = rows_of(name)
+    scored: dict[str, int] = defaultdict(int)
+    for row in rows:
+        scored[row["sample_id"]] += "scores" in row
+    assert sum(n < max(scored.values()) for n in scored.values()) == int(fewer.split()[0])
+    assert rows.warnings[-1] == (
+        f"{FIXTURES / name}: {fewer} fewer scored epochs than others; calipers' means weigh "
+        "every scored epoch equally (those samples count less), while inspect's headline weighs "
+        "every sample equally (the mean of per-sample epoch means)"
+    )
+
+
+@pytest.mark.parametrize("name", [n for n in LOGS if n not in ("errors.eval", "graded-self.eval")])
+def test_a_complete_log_has_no_warnings(name: str) -> None:
+    rows = rows_of(name)
+    assert isinstance(rows, list) and rows.warnings == []
+
+
+def test_directory_hint(tmp_path: Path) -> None:
+    assert (
+        inspect_log.directory_hint(FIXTURES)
+        == "Pass the inspect_ai logs inside it, e.g. DIR/*.eval."
+    )
+    (tmp_path / "small.json").write_bytes((FIXTURES / "small.json").read_bytes())
+    assert (
+        inspect_log.directory_hint(tmp_path)
+        == "Pass the inspect_ai logs inside it, e.g. DIR/*.json."
+    )
+    other = tmp_path / "other"
+    other.mkdir()
+    assert inspect_log.directory_hint(other) is None
+    (other / "small.jsonl").write_bytes(GOOD_JSONL.read_bytes())
+    (other / "fake.eval").write_text("not a zip", encoding="utf-8")
+    assert inspect_log.directory_hint(other) is None
+    assert inspect_log.directory_hint(tmp_path / "missing") is None

@@ -106,6 +106,12 @@ def _check_readable(path: Path) -> None:
             ) from None
 
 
+def _directory_hint(path: Path) -> str:
+    from calipers.data.adapters import inspect_log
+
+    return inspect_log.directory_hint(path) or "Pass the files inside it, e.g. DIR/*.jsonl."
+
+
 def _check_path(path: Path) -> None:
     if not path.exists():
         raise ValidationError(
@@ -122,7 +128,7 @@ def _check_path(path: Path) -> None:
                     got="a directory",
                 )
             ],
-            hint="Pass the files inside it, e.g. DIR/*.jsonl.",
+            hint=_directory_hint(path),
         )
 
 
@@ -152,7 +158,11 @@ def stage_file(
         return StagedFile(path, kind, table, staged.rows, _renamed(staged.warnings, copy, path))
     read_rows = adapter_for(path, fmt) if path.exists() else None
     if read_rows is not None:
-        return _stage_rows(con, path, table, read_rows(path), run=run, fmt=fmt)
+        adapted = read_rows(path)
+        staged = _stage_rows(con, path, table, adapted, run=run, fmt=fmt)
+        # an adapter may say what the file lacks (an incomplete log); plain lists say nothing
+        staged.warnings += list(getattr(adapted, "warnings", []))
+        return staged
     _check_path(path)
     kind = detect_format(path, fmt)
     name = str(path)

@@ -7,10 +7,15 @@ turns into a finite number (C 1, P 0.5, I and N 0, booleans, numbers, numeric st
 true/false) under its scorer's name, `scorer/key` for each key of a dict-valued score; what inspect
 would count as 0 with a warning (other strings, lists) and unscored (NaN) values are left out.
 `correct` only when the log has one score key and all its values are C/I or booleans. Tokens and
-cost sum the sample's models, `latency_s` is its total (else working) time, `error` its error.
+cost are the eval's model's (`eval.model`), the other models' (graders) go to `grader_*`
+(inspect_usage); `latency_s` is its total (else working) time, `error` its error.
 `input` is the input text (a chat input's messages blank-line separated), `expected` the target
-(one per line), `output` the completion. A log of any status is read: a cancelled, failed or
-unfinished one yields the samples it holds.
+(one per line), `output` the completion. A sample id may hold "/": a .eval then nests its entry
+(`samples/geo/fr_epoch_1.json`). A log of any status is read: a cancelled, failed or unfinished
+one yields the samples it holds, with a warning when they are fewer than the dataset x epochs.
+
+`read_rows` returns `Rows`, a list with `.warnings` (strings naming the file) for the caller to
+print; `directory_hint` says what to pass instead of a directory of inspect logs.
 
 inspect_ai 0.3.206 and later compress `.eval` members with zstd, which Python's zipfile reads from
 3.14 on; before that they are decompressed with pyarrow's zstd codec.
@@ -28,17 +33,41 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from calipers.data.adapters import inspect_usage
 from calipers.errors import InputError
 
 VERSIONS = (1, 2)
 _ZIP_MAGIC = b"PK\x03\x04"
 _ZSTD = 93  # the zip compression method number of Zstandard
 _HEADERS = ("header.json", "_journal/start.json")  # a finished log; one unfinished or crashed
-_SAMPLE = re.compile(r"samples/(?P<key>[^/]+_epoch_\d+)(?P<chunked>/sample)?\.json")
+# any depth: an id with "/" nests (samples/geo/fr_epoch_1.json, chunked .../fr_epoch_1/sample.json)
+_SAMPLE = re.compile(r"samples/(?P<key>.+_epoch_\d+)(?P<chunked>/sample)?\.json")
 # inspect writes `version` then `status` first: the field order is part of its JSON log format.
 _JSON_HEAD = re.compile(rb'\A\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:')
 _ATTACHMENT = "attachment://"
 _HINT = "Pass a log file inspect_ai wrote (`inspect eval --log-dir DIR`): a .eval or .json in DIR."
+_SCAN = 200  # directory entries looked at by directory_hint
+
+
+class Rows(list[dict[str, Any]]):
+    """The sample rows of a log, and what the caller should warn about (each names the file)."""
+
+    def __init__(self, rows: list[dict[str, Any]], warnings: list[str]) -> None:
+        super().__init__(rows)
+        self.warnings = warnings
+
+
+def directory_hint(path: Path) -> str | None:
+    """For a directory given instead of a file: the hint naming its inspect logs' suffix, when
+    it holds some (among its first entries); else None."""
+    try:
+        entries = sorted(p for _, p in zip(range(_SCAN), path.iterdir(), strict=False))
+    except OSError:
+        return None
+    for suffix in (".eval", ".json"):
+        if any(p.suffix == suffix and p.is_file() and detect(p) for p in entries):
+            return f"Pass the inspect_ai logs inside it, e.g. DIR/*{suffix}."
+    return None
 
 
 def detect(path: Path) -> bool:
@@ -58,8 +87,8 @@ def detect(path: Path) -> bool:
         return False
 
 
-def read_rows(path: Path) -> list[dict[str, Any]]:
-    """One sample row per sample and epoch of an inspect_ai log."""
+def read_rows(path: Path) -> Rows:
+    """One sample row per sample and epoch of an inspect_ai log, and its warnings."""
     try:
         with path.open("rb") as f:
             is_zip = f.read(4) == _ZIP_MAGIC
@@ -80,6 +109,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     raw_scores = [_raw_scores(sample, single) for sample in samples]
     spec = _obj(header.get("eval"))
     rows = [_row(sample, spec, raws) for sample, raws in zip(samples, raw_scores, strict=True)]
+    warnings = _incomplete(path, header, len(rows)) + _usage_warnings(path, samples, spec)
     # Which of several scorers is "the" outcome is not ours to choose; nor is P's or N's verdict.
     values = [v for raws in raw_scores for v in raws.values()]
     keys = {key for raws in raw_scores for key in raws}
@@ -87,7 +117,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         for row, raws in zip(rows, raw_scores, strict=True):
             if raws:
                 row["correct"] = next(iter(raws.values())) in ("C", True)
-    return rows
+    return Rows(rows, warnings + _unequal_epochs(path, rows))
 
 
 def _obj(value: Any) -> dict[str, Any]:
@@ -121,6 +151,8 @@ def _read_eval(path: Path) -> tuple[dict[str, Any], list[Any]]:
                     hint=_HINT,
                 )
             header = _member(path, archive, found[0])
+            if found[0] != "header.json" and isinstance(header, dict):
+                header.setdefault("status", "started")  # as inspect reads a log without header
             samples = []
             for name in archive.namelist():
                 if match := _SAMPLE.fullmatch(name):
@@ -271,14 +303,8 @@ def _row(sample: dict[str, Any], spec: dict[str, Any], raws: dict[str, Any]) -> 
         row["output"] = _text(_obj(_obj(choices[0]).get("message")).get("content"))
     if raws:
         row["scores"] = {key: _to_float(raw) for key, raw in raws.items()}
-    usage = [_obj(u) for u in _obj(sample.get("model_usage")).values()]
-    if usage:
-        parts = ("input_tokens", "input_tokens_cache_read", "input_tokens_cache_write")
-        row["tokens_in"] = sum(int(u.get(p) or 0) for u in usage for p in parts)
-        row["tokens_out"] = sum(int(u.get("output_tokens") or 0) for u in usage)
-        costs = [u["total_cost"] for u in usage if isinstance(u.get("total_cost"), int | float)]
-        if len(costs) == len(usage):
-            row["cost_usd"] = float(sum(costs))
+    model = spec.get("model") if isinstance(spec.get("model"), str) else None
+    row.update(inspect_usage.usage_fields(sample, model))
     times = [sample.get(k) for k in ("total_time", "working_time")]
     latency = next((t for t in times if isinstance(t, int | float)), None)
     if latency is not None:
@@ -286,3 +312,81 @@ def _row(sample: dict[str, Any], spec: dict[str, Any], raws: dict[str, Any]) -> 
     if _obj(sample.get("error")).get("message"):
         row["error"] = str(sample["error"]["message"])
     return row
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _incomplete(path: Path, header: dict[str, Any], found: int) -> list[str]:
+    """Fewer samples than the dataset (the ids run) x epochs: an unfinished, cancelled or failed
+    run, whose scores describe only the samples it reached."""
+    spec = _obj(header.get("eval"))
+    dataset, epochs = _obj(spec.get("dataset")), _obj(spec.get("config")).get("epochs", 1)
+    ids = dataset.get("sample_ids")
+    size = len(ids) if isinstance(ids, list) else dataset.get("samples")
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in (size, epochs)):
+        return []
+    if found >= size * epochs:
+        return []
+    return [
+        f"{path}: incomplete log (status {header.get('status', 'unknown')}): {found} of "
+        f"{size * epochs} samples (dataset {size} × {_plural(epochs, 'epoch', 'epochs')}); "
+        "the scores cover only these"
+    ]
+
+
+def _unequal_epochs(path: Path, rows: list[dict[str, Any]]) -> list[str]:
+    """Samples with fewer scored epochs (for some score) than others: an errored or unscored
+    epoch. The mean of per-sample means then differs from the mean over all rows."""
+    counts: dict[str, dict[str, int]] = {}
+    for row in rows:
+        for key in row.get("scores", {}):
+            per_sample = counts.setdefault(key, {})
+            per_sample[row["sample_id"]] = per_sample.get(row["sample_id"], 0) + 1
+    ids = {row["sample_id"] for row in rows}
+    fewer = {
+        sid
+        for per_sample in counts.values()
+        for sid in ids
+        if per_sample.get(sid, 0) < max(per_sample.values())
+    }
+    if not fewer:
+        return []
+    return [
+        f"{path}: {_plural(len(fewer), 'sample has', 'samples have')} fewer scored epochs "
+        "than others; "
+        "calipers' means weigh every scored epoch equally (those samples count less), while "
+        "inspect's headline weighs every sample equally (the mean of per-sample epoch means)"
+    ]
+
+
+def _usage_warnings(path: Path, samples: list[Any], spec: dict[str, Any]) -> list[str]:
+    model = spec.get("model") if isinstance(spec.get("model"), str) else None
+    unknown = [s for s in samples if inspect_usage.unknown_model(s, model)]
+    known = [s for s in samples if not inspect_usage.unknown_model(s, model)]
+    found = [inspect_usage.misattributed(s, model) for s in known]
+    self_graded = sum(graded for graded, _ in found)
+    helpers = sorted({name for _, names in found for name in names})
+    helped = sum(bool(names) for _, names in found)
+    warnings = []
+    if unknown:
+        names = sorted({str(k) for s in unknown for k in _obj(s.get("model_usage"))})
+        warnings.append(
+            f"{path}: {_plural(len(unknown), 'sample has', 'samples have')} usage only of "
+            f"{', '.join(names)}, none of the eval's model {model}; their tokens and cost (own "
+            "and graders') are left absent"
+        )
+    if self_graded:
+        warnings.append(
+            f"{path}: in {_plural(self_graded, 'sample', 'samples')} the model under test "
+            f"({model}) also graded (a model-graded scorer with no grader model); its grading "
+            "tokens and cost are counted in tokens_in/out and cost_usd, not in grader_*"
+        )
+    if helped:
+        warnings.append(
+            f"{path}: in {_plural(helped, 'sample', 'samples')} {', '.join(helpers)} "
+            "(not the eval's model) was called outside the scorers, by the system under test; "
+            "its tokens and cost are counted in grader_*, not in tokens_in/out and cost_usd"
+        )
+    return warnings
