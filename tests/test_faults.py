@@ -268,3 +268,31 @@ def test_stopping_state_does_not_outlive_an_interrupt() -> None:
     code, out, _ = processes.run([sys.executable, "-c", "print('ok')"], timeout=10)
     assert (code, out.strip()) == (0, "ok")
     assert threading.active_count() >= 1
+
+
+def test_interrupting_check_stops_its_pipelines(tmp_path: Path) -> None:
+    import shutil
+
+    cases = Path(__file__).parent / "fixtures" / "kelvin" / "cases"
+    shutil.copytree(cases, tmp_path / "cases")
+    (tmp_path / "slow.py").write_text(
+        "import json, os, sys, time\n"
+        f"open(os.path.join({str(tmp_path)!r}, 'pid-' + str(os.getpid())), 'w').close()\n"
+        "time.sleep(60)\n"
+    )
+    (tmp_path / "kelvin.yaml").write_text(
+        f'run: "{sys.executable} slow.py {{input}} {{output}}"\ncases: cases\n'
+        "decision_field: stage_assessment\ngoverning_types: [gate_rule]\nseed: 0\ntimeout_s: 90\n"
+    )
+    proc = subprocess.Popen(
+        [*CALIPERS, "check", "--config", "kelvin.yaml", "--db", "s.duckdb", "-q", "-j", "2"],
+        cwd=tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    _wait_for(lambda: len(list(tmp_path.glob("pid-*"))) >= 2)
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(30) == 130
+    assert time.monotonic() - started < 5.0
+    assert "check stopped" in (proc.stderr.read() if proc.stderr else "")
+    pids = [int(p.name[4:]) for p in tmp_path.glob("pid-*")]
+    _wait_for(lambda: not any(_alive(pid) for pid in pids), timeout=5)

@@ -103,7 +103,17 @@ def check(
         run_name=run_name or "check", progress=None if not is_quiet() else False,
         executor="ray" if executor == "ray" else "local", ray_address=ray_address,
     )  # fmt: skip
-    result = run_check(cfg, options)
+    try:
+        result = run_check(cfg, options)
+    except KeyboardInterrupt:
+        from calipers.errors import Interrupted
+
+        cached = "are cached" if options.use_cache else "were not cached (--no-cache)"
+        raise Interrupted(
+            "check stopped before its report: nothing stored; the pipeline invocations that had "
+            f"finished {cached}",
+            hint="Run the same command again: cached invocations are not repeated.",
+        ) from None
     stored = 0 if no_store else store_rows(result, db)
     if json_out:
         write_json(json.loads((result.out / "report.json").read_text()), json_out)
