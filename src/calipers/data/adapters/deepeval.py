@@ -21,12 +21,12 @@ the system's: not imported.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
 from typing import Any
 
+from calipers.data.adapters.jsonfile import load_json
 from calipers.errors import InputError
 
 _HINT = "Pass a test_run_<timestamp>.json deepeval saved (results_folder, DEEPEVAL_RESULTS_FOLDER)."
@@ -51,15 +51,7 @@ def detect(path: Path) -> bool:
 def _load(path: Path) -> dict[str, Any]:
     if path.is_dir():
         raise InputError(f"{path}: is a directory, not a deepeval test run file", hint=_HINT)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})",
-            hint="The file may be cut short (deepeval still writing, or a partial copy).",
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: not readable: {exc}") from None
+    data = load_json(path, cut_short="deepeval still writing, or a partial copy")
     if not (
         isinstance(data, dict)
         and isinstance(data.get("testCases"), list)

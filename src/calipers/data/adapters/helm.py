@@ -23,12 +23,12 @@ num_prompt_tokens, num_completion_tokens (all completions) and inference_runtime
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
 from typing import Any
 
+from calipers.data.adapters.jsonfile import load_json
 from calipers.errors import InputError
 
 STATS = "per_instance_stats.json"
@@ -81,15 +81,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def _load(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})",
-            hint="The file may be cut short (helm-run still writing, or a partial copy).",
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: not readable: {exc}", hint=_HINT) from None
+    return load_json(path, cut_short="helm-run still writing, or a partial copy", hint=_HINT)
 
 
 def _run_rows(directory: Path) -> list[dict[str, Any]]:

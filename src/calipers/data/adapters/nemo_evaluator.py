@@ -29,6 +29,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from calipers.data.adapters.jsonfile import first_json_line
 from calipers.errors import InputError
 
 PREDICTIONS = "byob_predictions.jsonl"
@@ -39,14 +40,9 @@ _HINT = (
 )
 
 
-def _first(path: Path) -> Any:
-    with path.open(encoding="utf-8") as f:
-        return json.loads(f.readline())
-
-
 def _looks_like_predictions(path: Path) -> bool:
     try:
-        first = _first(path)
+        first = first_json_line(path)
     except (OSError, ValueError):
         return False
     return isinstance(first, dict) and all(k in first for k in _KEYS)

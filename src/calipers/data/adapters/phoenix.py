@@ -25,6 +25,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from calipers.data.adapters.jsonfile import load_json
 from calipers.errors import InputError
 
 TASK = "phoenix"
@@ -49,15 +50,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     """One sample row per experiment run (example × repetition) of the download."""
     if path.is_dir():
         raise InputError(f"{path}: is a directory, not a Phoenix experiment download", hint=_HINT)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})",
-            hint="The file may be cut short (a partial download).",
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: not readable: {exc}") from None
+    data = load_json(path, cut_short="a partial download")
     if not isinstance(data, list):
         raise InputError(
             f"{path}: not a Phoenix experiment download (not a JSON array)", hint=_HINT
