@@ -230,3 +230,46 @@ def test_a_metric_lm_eval_could_not_compute_stays_absent(tmp_path: Path) -> None
     assert "scores" not in rows["0"] and "correct" not in rows["0"]
     assert "scores" not in rows["1"] and "correct" not in rows["1"]
     assert rows["2"]["scores"] == {"exact_match": lines[2]["exact_match"]}
+
+
+# run-d: two `lm_eval` runs (seeds 4 and 5) written into one --output_path, so one model
+# directory holds results_<date>.json and samples_<task>_<date>.jsonl of two dates.
+TWO_RUNS = FIXTURES / "run-d"
+
+
+def test_two_runs_in_one_directory_are_refused_with_one_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    directory = model_dir("run-d")
+    results = sorted(directory.glob("results_*.json"))
+    dates = [p.name.removeprefix("results_").removesuffix(".json") for p in results]
+    assert len(dates) == 2
+    for path in (TWO_RUNS, directory):
+        with pytest.raises(InputError) as err:
+            lm_eval.read_rows(path)
+        assert err.value.message == (
+            f"{directory}: two runs in one directory ({dates[0]}, {dates[1]}): pass one results "
+            "file (results_<date>.json), or import each with --as NAME"
+        )
+        hint = err.value.hint or ""
+        assert f"calipers import {results[0]} --as NAME" in hint and results[1].name in hint
+        assert "--output_path" in hint
+    # Through the command line: that one error, not a duplicate key per document of a temp file.
+    assert main(["import", str(TWO_RUNS), "--db", str(tmp_path / "db.duckdb")]) == 1
+    err_text = capsys.readouterr().err
+    assert "two runs in one directory" in err_text and "duplicate sample key" not in err_text
+    assert "calipers-adapter-" not in err_text and "problems" not in err_text
+
+
+def test_each_results_file_of_the_two_runs_imports_that_run() -> None:
+    for path in sorted(model_dir("run-d").glob("results_*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        tasks = by_task(lm_eval.read_rows(path))
+        assert set(tasks) == set(data["results"]) == {"tiny_mc", "tiny_gen_plain"}
+        for task, task_results in data["results"].items():
+            rows = tasks[task]
+            assert len(rows) == data["n-samples"][task]["effective"] == 8
+            assert {r["run"] for r in rows} == {data["model_name"]} == {"dummy-d"}
+            for key, (mean, _) in aggregates(task_results).items():
+                values = [row["scores"][key] for row in rows]
+                assert statistics.fmean(values) == pytest.approx(mean, abs=1e-12), (path, key)

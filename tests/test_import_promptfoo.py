@@ -22,6 +22,8 @@ from calipers.errors import InputError
 FIXTURES = Path(__file__).parent / "fixtures" / "importers" / "promptfoo"
 MAIN = FIXTURES / "results.json"
 REPEAT = FIXTURES / "results-repeat.json"
+WEIGHTS = FIXTURES / "results-weights.json"  # promptfoo 0.123.1: named metrics, uneven weights
+WEIGHTS_JSONL = FIXTURES / "results-weights.jsonl"  # `-o results-weights.jsonl`, the same eval
 GOOD_JSONL = Path(__file__).parent / "fixtures" / "good" / "small.jsonl"
 ERROR = 2  # promptfoo's ResultFailureReason.ERROR
 
@@ -234,8 +236,10 @@ def test_other_json_is_refused(tmp_path: Path) -> None:
         with pytest.raises(InputError, match="not a promptfoo output") as err:
             promptfoo.read_rows(path)
         assert str(path) in err.value.message
-    with pytest.raises(InputError, match="JSON Lines"):
+    # --format promptfoo on calipers' own JSON Lines: the line and what a promptfoo line holds.
+    with pytest.raises(InputError, match=r"line 1: not a promptfoo result") as err:
         promptfoo.read_rows(GOOD_JSONL)
+    assert err.value.hint and "promptfoo eval -o results.jsonl" in err.value.hint
 
 
 def test_other_output_versions_are_refused(tmp_path: Path) -> None:
@@ -292,3 +296,89 @@ def test_tests_that_cannot_be_told_apart_are_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="comes 2 times with the same vars") as err:
         promptfoo.read_rows(copy_with(tmp_path, strip))
     assert err.value.hint and "description" in err.value.hint
+
+
+# ----------------------------------------------- named metrics and JSON Lines (promptfoo 0.123.1)
+
+
+def weights_config() -> dict[str, Any]:
+    text = (FIXTURES / "promptfooconfig-weights.yaml").read_text(encoding="utf-8")
+    data: dict[str, Any] = yaml.safe_load(text)
+    return data
+
+
+def test_the_weights_fixtures_come_from_one_eval_of_the_config_next_to_them() -> None:
+    data = raw(WEIGHTS)
+    assert data["metadata"]["promptfooVersion"] == "0.123.1"
+    assert data["config"]["tests"] == weights_config()["tests"]
+    lines = [json.loads(x) for x in WEIGHTS_JSONL.read_text(encoding="utf-8").splitlines()]
+    # -o results.jsonl writes the objects of results.results, one a line, and nothing else.
+    assert sorted(lines, key=json.dumps) == sorted(data["results"]["results"], key=json.dumps)
+
+
+def test_named_metrics_against_promptfoos_column_metrics() -> None:
+    """promptfoo's column metric is Σ namedScores·W / Σ W over the column's results, W the test's
+    weight of that metric (gradingResult.namedScoreWeights): calipers keeps each test's value and
+    leaves out W = 0 (a 0 promptfoo wrote without measuring); the plain mean over tests equals
+    promptfoo's number only where every test weighs the metric alike (docs/importers.md)."""
+    data = raw(WEIGHTS)
+    rows = {(r["run"], r["sample_id"]): r for r in promptfoo.read_rows(WEIGHTS)}
+    found = {}
+    for column in data["results"]["prompts"]:
+        metrics, run = column["metrics"], column["provider"]
+        results = [r for r in data["results"]["results"] if r["provider"]["label"] == run]
+        for metric, total in metrics["namedScores"].items():
+            headline = total / metrics["namedScoreWeights"][metric]  # what promptfoo displays
+            pairs = []  # (calipers' value, promptfoo's weight) per test
+            for result in results:
+                weight = (result["gradingResult"] or {}).get("namedScoreWeights", {}).get(metric)
+                row = rows[(run, promptfoo._sample_id(result))]
+                if weight is None:  # an error, or a test without the metric
+                    assert metric not in row.get("scores", {})
+                elif weight == 0:  # promptfoo writes 0 and does not count it
+                    assert result["namedScores"][metric] == 0
+                    assert metric not in row.get("scores", {})
+                else:
+                    assert row["scores"][metric] == result["namedScores"][metric]
+                    pairs.append((row["scores"][metric], weight))
+            weighted = sum(v * w for v, w in pairs) / sum(w for _, w in pairs)
+            assert weighted == pytest.approx(headline, abs=1e-12), (run, metric)
+            found[(run, metric)] = (statistics.fmean(v for v, _ in pairs), headline)
+    # tone: weight 0 in sky, 1 in hamlet, so the one counted test is promptfoo's number.
+    assert found[("echo", "tone")] == (1.0, 1.0) and found[("lookup", "tone")] == (0.0, 0.0)
+    # accuracy weighs 4, 1, 1, 4, 2, 2 across the tests: the declared difference.
+    assert found[("echo", "accuracy")] == pytest.approx((1 / 6, 4 / 14), abs=1e-12)
+    assert found[("lookup", "accuracy")] == pytest.approx((0.55, 5 / 12), abs=1e-12)
+
+
+def test_promptfoo_json_lines_are_read_like_the_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert promptfoo.detect(WEIGHTS_JSONL) and not promptfoo.detect(GOOD_JSONL)
+    from_json, from_lines = promptfoo.read_rows(WEIGHTS), promptfoo.read_rows(WEIGHTS_JSONL)
+    # The lines carry no config: the task is `promptfoo`, not the config's description.
+    assert {r["task"] for r in from_json} == {weights_config()["description"]}
+    assert {r["task"] for r in from_lines} == {"promptfoo"}
+    same = [{**r, "task": "promptfoo"} for r in from_json]
+    assert sorted(from_lines, key=json.dumps) == sorted(same, key=json.dumps)
+    stats = raw(WEIGHTS)["results"]["stats"]
+    assert sum("error" in r for r in from_lines) == stats["errors"] == 1
+    assert sum(r.get("correct") is True for r in from_lines) == stats["successes"]
+    # `calipers import results.jsonl`: recognised by its content, not read as calipers' own.
+    assert main(["import", str(WEIGHTS_JSONL), "--db", str(tmp_path / "db.duckdb")]) == 0
+    assert "Imported 12 samples" in capsys.readouterr().out
+
+
+def test_bad_promptfoo_json_lines_name_the_line(tmp_path: Path) -> None:
+    lines = WEIGHTS_JSONL.read_text(encoding="utf-8").splitlines(keepends=True)
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2], encoding="utf-8")
+    with pytest.raises(InputError, match=rf"line {len(lines)}: not JSON") as err:
+        promptfoo.read_rows(path)
+    assert err.value.hint and "cut short" in err.value.hint and "promptfoo export" in err.value.hint
+    path.write_text(lines[0] + '{"testIdx": 0}\n', encoding="utf-8")
+    with pytest.raises(InputError, match="line 2: not a promptfoo result"):
+        promptfoo.read_rows(path)
+    path.write_text("\n", encoding="utf-8")
+    with pytest.raises(InputError, match="holds no promptfoo results"):
+        promptfoo.read_rows(path)

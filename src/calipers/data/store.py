@@ -373,7 +373,14 @@ class Store:
                 keep_runs(con, [s.table for s in staged], list(runs), ", ".join(map(str, paths)))
                 for s in staged:
                     s.rows = scalar(con, f"SELECT count(*) FROM {s.table}")
-            problems += self._cross_file_duplicates(staged)
+            shared = self._cross_file_duplicates(staged)
+            if shared and not problems:
+                raise ValidationError(
+                    shared,
+                    hint="The files hold the same samples (two runs of one model, or one file "
+                    "twice): import each with --as NAME, or pass only one of them.",
+                )
+            problems += shared
             if problems:
                 raise ValidationError(problems)
             replaced, written, runs = self._write(staged, run, replace_tasks=replace_tasks)

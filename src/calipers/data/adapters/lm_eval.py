@@ -17,6 +17,10 @@ multiple_choice), `input` the first request's prompt.
 `run` is the results JSON's `model_name` when lm-eval took it from model_args (pretrained=,
 model=, …); otherwise lm-eval made up a random id, and the run is `config.model` (`hf`, `dummy`).
 Without a results JSON, the model directory's name (lm-eval's sanitized model name).
+
+A directory where one task was logged on several dates holds several runs (lm-eval writes a reused
+--output_path's runs into the same model directory): refused, since their documents would be the
+same samples twice; a results JSON picks one of them.
 """
 
 from __future__ import annotations
@@ -33,7 +37,11 @@ _DATE = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"  # datetime.isoformat()
 _SAMPLES = re.compile(rf"samples_(?P<task>.+)_(?P<date>{_DATE})\.jsonl")
 _RESULTS = re.compile(rf".*_(?P<date>{_DATE})\.json")
 _DEFAULT_FILTER = "none"
-_HINT = "Pass what `lm_eval --log_samples --output_path OUT` wrote: OUT, OUT/<model> or a file."
+_HINT = (
+    "Pass what `lm_eval ... --log_samples --output_path OUT` wrote: OUT, OUT/<model>, a "
+    "results_<date>.json or a samples_<task>_<date>.jsonl."
+)
+_RERUN = "Re-run with `lm_eval ... --log_samples --output_path OUT` (lm-eval 0.4.7 or later)."
 
 
 def _first_line(path: Path) -> Any:
@@ -79,6 +87,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         files = _samples_in(path)
         if not files:
             raise InputError(f"{path}: no lm-eval samples_<task>_<date>.jsonl in it", hint=_HINT)
+        _one_run_per_directory(files)
     elif path.suffix == ".json":
         match = _RESULTS.fullmatch(path.name)
         if match is None or not _is_results(_load_json(path)):
@@ -88,7 +97,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
             raise InputError(
                 f"{path}: no samples files of this run next to it "
                 f"(expected samples_<task>_{match['date']}.jsonl)",
-                hint="lm-eval writes them only with --log_samples.",
+                hint="lm-eval writes them only with --log_samples: " + _RERUN,
             )
     else:
         files = [path]
@@ -98,11 +107,47 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def _one_run_per_directory(files: list[Path]) -> None:
+    """lm-eval writes every run into OUT/<model>/ under its own date: a task logged on several
+    dates in one directory is several runs, whose documents would collide as samples."""
+    dates: dict[Path, set[str]] = {}
+    for directory in sorted({f.parent for f in files}):
+        by_task: dict[str, set[str]] = {}
+        for file in (f for f in files if f.parent == directory):
+            if match := _SAMPLES.fullmatch(file.name):
+                by_task.setdefault(match["task"], set()).add(match["date"])
+        if any(len(found) > 1 for found in by_task.values()):
+            dates[directory] = {date for found in by_task.values() for date in found}
+    for directory, found in dates.items():
+        listed = sorted(found)
+        results = [_results_name(directory, date) for date in listed]
+        count = "two" if len(listed) == 2 else str(len(listed))
+        raise InputError(
+            f"{directory}: {count} runs in one directory ({', '.join(listed)}): pass one results "
+            "file (results_<date>.json), or import each with --as NAME",
+            hint=f"lm-eval writes each run into OUT/<model>/ with its own date when "
+            f"--output_path is reused: `calipers import {directory / results[0]} --as NAME`, "
+            f"then {', '.join(results[1:])} with another name.",
+        )
+
+
+def _results_name(directory: Path, date: str) -> str:
+    """The results JSON of one date (`results_<date>.json`, `<stem>_<date>.json`)."""
+    for candidate in sorted(directory.glob(f"*_{date}.json")):
+        if _RESULTS.fullmatch(candidate.name):
+            return candidate.name
+    return f"results_{date}.json"
+
+
 def _load_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: not readable JSON: {exc}") from None
+        raise InputError(
+            f"{path}: not readable JSON: {exc}",
+            hint="lm-eval writes results_<date>.json when the run ends; the file may be cut "
+            "short (lm_eval still running, or a partial copy).",
+        ) from None
 
 
 def run_name(samples: Path, date: str) -> str:
@@ -139,7 +184,8 @@ def _file_rows(path: Path) -> list[dict[str, Any]]:
                     raise InputError(
                         f"{path}, line {number}: doc_id {doc} with filter '{filter_name}' again "
                         f"(first at line {first_line[(doc, filter_name)]})",
-                        hint="lm-eval appends to a samples file; keep one evaluation per file.",
+                        hint="lm-eval opens samples_<task>_<date>.jsonl in append mode: keep one "
+                        "evaluation's lines per file, or re-run into a new --output_path.",
                     )
                 first_line[(doc, filter_name)] = number
                 row = docs.get(doc)
@@ -149,7 +195,10 @@ def _file_rows(path: Path) -> list[dict[str, Any]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not readable: {exc}") from None
     if not docs:
-        raise InputError(f"{path}: holds no documents", hint="Re-run lm_eval with --log_samples.")
+        raise InputError(
+            f"{path}: holds no documents",
+            hint="lm-eval writes the documents of a task when it finishes it: " + _RERUN,
+        )
     return _finish(list(docs.values()))
 
 
@@ -158,7 +207,7 @@ def _task_and_run(path: Path) -> tuple[str, str]:
     if match is None:
         raise InputError(
             f"{path}: cannot tell the task from the file name",
-            hint="lm-eval names per-sample files samples_<task>_<date>.jsonl; keep that name.",
+            hint="`lm_eval --log_samples` names them samples_<task>_<date>.jsonl; keep that name.",
         )
     return match["task"], run_name(path, match["date"])
 
@@ -180,7 +229,8 @@ def _record(path: Path, number: int, line: str) -> dict[str, Any]:
     except ValueError as exc:
         raise InputError(
             f"{path}, line {number}: not JSON ({exc})",
-            hint="The file may be cut short (lm-eval still writing, or a partial copy).",
+            hint="The file may be cut short (lm_eval still writing samples_<task>_<date>.jsonl, "
+            "or a partial copy).",
         ) from None
     if not (isinstance(record, dict) and "doc_id" in record and "filtered_resps" in record):
         raise InputError(
@@ -192,7 +242,7 @@ def _record(path: Path, number: int, line: str) -> dict[str, Any]:
         raise InputError(
             f"{path}, line {number}: no 'filter' and 'metrics' fields: written by lm-eval "
             "before 0.4.7, whose lines do not say which filter or metrics they hold",
-            hint="Re-run the evaluation with lm-eval 0.4.7 or later.",
+            hint=_RERUN,
         )
     return record
 

@@ -1,5 +1,6 @@
-"""promptfoo results (`promptfoo eval -o results.json`, output `results.version` 3: promptfoo 0.121
-and the releases since the eval refactor that replaced v2's table with `prompts`).
+"""promptfoo results: `promptfoo eval -o results.json` (output `results.version` 3: promptfoo 0.121
+and the releases since the eval refactor that replaced v2's table with `prompts`), or
+`promptfoo eval -o results.jsonl` (one result per line, the same objects as `results.results`).
 
 One sample per result, i.e. per test × column (a column is one prompt on one provider). `run` is
 the provider's label (else its id), with ` / <prompt label>` when the file's columns use more than
@@ -8,7 +9,11 @@ one prompt; two columns still sharing a name get ` #<promptIdx>`. `task` is the 
 pairs across columns and files whatever its position; its repeats (`--repeat`, which promptfoo
 numbers as new testIdx values) become epochs 0, 1, … in testIdx order.
 
-`correct` is promptfoo's success, `scores` its weighted score and named metrics; a provider error
+`correct` is promptfoo's success, `scores` its weighted score and named metrics (per test, as
+promptfoo normalised them; a metric whose assertions in a test all weigh 0 is left out, promptfoo's
+0 there is no measurement). promptfoo's per-column metric weights each test by its metric weight,
+calipers' mean does not: the same only when every test gives the metric the same weight (see
+docs/importers.md, promptfoo, "Declared differences"). A provider error
 (failureReason 2) has `error` and neither, and its assertions are failed "not evaluated" as
 calipers' own runs record them. Assertions are the top-level ones promptfoo scored (an assert-set
 is one `custom` assertion); weight 0 ones are left out (calipers weights are > 0). Cost, tokens and
@@ -28,7 +33,17 @@ from calipers.errors import InputError
 
 SUPPORTED_VERSION = 3
 ERROR = 2  # promptfoo's ResultFailureReason.ERROR (1 is ASSERT)
-_HINT = "Pass the JSON file `promptfoo eval -o results.json` writes."
+_HINT = "Pass what `promptfoo eval -o results.json` (or `-o results.jsonl`) writes."
+_CUT = (
+    "The file may be cut short (promptfoo still writing, or a partial copy); promptfoo keeps the "
+    "eval unless run with --no-write: `promptfoo export eval EVAL_ID -o results.json`."
+)
+_LINES_HINT = (
+    "`promptfoo eval -o results.jsonl` writes one result object per line; calipers' own JSON "
+    "Lines are read with --format jsonl (or auto)."
+)
+# What every line of `-o results.jsonl` has (one EvaluateResult, keys in alphabetical order).
+_RESULT_KEYS = ("testIdx", "promptIdx", "testCase", "provider", "success")
 _HEAD = re.compile(r'^\s*\{\s*"evalId"\s*:.*?"results"\s*:\s*\{\s*"version"\s*:', re.DOTALL)
 
 # promptfoo assertion type → calipers type; the rest are `custom` (their own pass/fail).
@@ -54,28 +69,66 @@ _TYPES = {
 
 
 def detect(path: Path) -> bool:
-    """A .json file that opens as promptfoo's output does: evalId, then results with a version."""
-    if path.suffix != ".json" or not path.is_file():
+    """A .json file that opens as promptfoo's output does (evalId, then results with a version),
+    or a .jsonl file whose first line is a promptfoo result (`-o results.jsonl`)."""
+    if path.suffix not in (".json", ".jsonl") or not path.is_file():
         return False
     try:
+        if path.suffix == ".jsonl":
+            return _lines_of_results(path)
         with path.open(encoding="utf-8", errors="replace") as f:
             return _HEAD.match(f.read(4096)) is not None
     except OSError:
         return False
 
 
+def _is_result(value: Any) -> bool:
+    return isinstance(value, dict) and all(key in value for key in _RESULT_KEYS)
+
+
+def _lines_of_results(path: Path) -> bool:
+    """Whether the first line is one promptfoo result (as `-o results.jsonl` writes them)."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as f:
+            return _is_result(json.loads(f.readline()))
+    except (OSError, ValueError, RecursionError):  # the reader reports what is wrong
+        return False
+
+
+def _load_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """`promptfoo eval -o results.jsonl`: one result per line, nothing else (no config); with
+    their line numbers."""
+    results = []
+    try:
+        with path.open(encoding="utf-8") as f:
+            for number, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    result = json.loads(line)
+                except ValueError as exc:
+                    message = f"{path}, line {number}: not JSON ({exc})"
+                    raise InputError(message, hint=_CUT) from None
+                if not _is_result(result):
+                    raise InputError(
+                        f"{path}, line {number}: not a promptfoo result (expected an object with "
+                        f"{', '.join(_RESULT_KEYS)}, one per line)",
+                        hint=_LINES_HINT,
+                    )
+                results.append((number, result))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not readable: {exc}") from None
+    if not results:
+        raise InputError(f"{path}: holds no promptfoo results", hint=_LINES_HINT)
+    return results
+
+
 def _load(path: Path) -> dict[str, Any]:
-    if path.suffix == ".jsonl":
-        raise InputError(
-            f"{path}: promptfoo's JSON Lines output is not supported",
-            hint="Write the eval as one JSON document: promptfoo eval -o results.json",
-        )
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InputError(
-            f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})",
-            hint="The file may be cut short (promptfoo still writing, or a partial copy).",
+            f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", hint=_CUT
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not readable: {exc}") from None
@@ -91,9 +144,11 @@ def _load(path: Path) -> dict[str, Any]:
         raise InputError(
             f"{path}: promptfoo output version {version!r} is not supported "
             f"(expected {SUPPORTED_VERSION}, with results.results a list)",
-            hint="Upgrade calipers, or re-run the eval with promptfoo 0.121."
+            hint="Upgrade calipers, or re-run `promptfoo eval -o results.json` with promptfoo "
+            "0.121 to 0.123 (they write version 3)."
             if newer
-            else "Re-run the eval with a current promptfoo (0.121 writes version 3).",
+            else "Re-run `promptfoo eval -o results.json` with a current promptfoo (0.121 to 0.123 "
+            "write version 3).",
         )
     return dict(data)
 
@@ -102,8 +157,14 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     """One sample row per promptfoo result (test × prompt × provider)."""
     if path.is_dir():
         raise InputError(f"{path}: is a directory, not promptfoo's results file", hint=_HINT)
-    data = _load(path)
-    results = [(n, r) for n, r in enumerate(data["results"]["results"]) if isinstance(r, dict)]
+    if path.suffix == ".jsonl" or _lines_of_results(path):
+        # JSON Lines carry the results alone: no config (description), no repeat count.
+        data: dict[str, Any] = {}
+        results, place = _load_lines(path), "line {}"
+    else:
+        data = _load(path)
+        results = [(n, r) for n, r in enumerate(data["results"]["results"]) if isinstance(r, dict)]
+        place = "results.results[{}]"
     task = str(_dict(data, "config").get("description") or "promptfoo")
     repeat = _dict(data, "runtimeOptions").get("repeat")
     runs = _run_names([r for _, r in results])
@@ -116,16 +177,16 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         times = _dict(test, "options").get("repeat", repeat)
         if isinstance(times, int) and epoch >= times:
             raise InputError(
-                f"{path}: results.results[{number}]: test '{test.get('description') or ''}' "
+                f"{path}: {place.format(number)}: test '{test.get('description') or ''}' "
                 f"of run '{run}' comes {epoch + 1} times with the same vars, but promptfoo "
                 f"repeats it {times} time(s): calipers cannot tell these samples apart",
-                hint="Give each test its own description (or keep its vars: "
-                "PROMPTFOO_STRIP_TEST_VARS removes them).",
+                hint="Give each test its own `description` in promptfooconfig.yaml (or keep its "
+                "vars: PROMPTFOO_STRIP_TEST_VARS removes them), and re-run `promptfoo eval`.",
             )
         try:
             rows.append(_row(result, run, task, sample, epoch))
         except (AttributeError, TypeError, ValueError) as exc:
-            raise InputError(f"{path}: results.results[{number}] is malformed: {exc}") from None
+            raise InputError(f"{path}: {place.format(number)} is malformed: {exc}") from None
     return rows
 
 
@@ -193,7 +254,7 @@ def _row(result: dict[str, Any], run: str, task: str, sample: str, epoch: int) -
         row["assertions"] = [a for s in specs if (a := _assertion(s, False, detail)) is not None]
     else:
         row["correct"] = bool(result.get("success"))
-        named = _dict(result, "namedScores")
+        named = _named_scores(result)
         scores = {"score": result.get("score"), **{k: v for k, v in named.items() if k != "score"}}
         row["scores"] = {k: float(v) for k, v in scores.items() if _number(v)}
         row["assertions"] = _graded(_dict(result, "gradingResult").get("componentResults") or [])
@@ -201,6 +262,15 @@ def _row(result: dict[str, Any], run: str, task: str, sample: str, epoch: int) -
         if not row.get(field):
             row.pop(field, None)
     return row
+
+
+def _named_scores(result: dict[str, Any]) -> dict[str, Any]:
+    """promptfoo's per-test named metrics, each Σ(score·weight)/Σweight over the test's assertions
+    with that metric. A metric whose weights sum to 0 there is written as 0 without being measured
+    (and adds nothing to promptfoo's column metric): left out."""
+    weights = _dict(_dict(result, "gradingResult"), "namedScoreWeights")
+    named = _dict(result, "namedScores")
+    return {k: v for k, v in named.items() if not (_number(weights.get(k)) and weights[k] <= 0)}
 
 
 def _graded(components: list[Any]) -> list[dict[str, Any]]:
