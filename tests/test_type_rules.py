@@ -164,9 +164,7 @@ PARQUET_COLUMNS = {
 def test_every_flat_field_gets_one_verdict_in_parquet(tmp_path: Path) -> None:
     disagreements = []
     flat = [f for f in FLAT_FIELDS if f.name not in KEY or f.name == "epoch"]
-    for n, (f, (kind, column)) in enumerate(
-        (f, c) for f in flat for c in PARQUET_COLUMNS.items()
-    ):
+    for n, (f, (kind, column)) in enumerate((f, c) for f in flat for c in PARQUET_COLUMNS.items()):
         path = tmp_path / f"{n}.parquet"
         table = pa.table({"run": ["m"], "task": ["t"], "sample_id": ["1"], f.name: column})
         pq.write_table(table, path)
