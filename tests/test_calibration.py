@@ -39,14 +39,22 @@ def test_the_reduced_grid_meets_every_target() -> None:
 def test_the_grids_cover_the_design() -> None:
     cells = full_grid()
     ids = [c.id for c in cells]
-    assert len(ids) == len(set(ids)) == 133  # 117 + 7 margin cells + 9 planner cells
+    # 117 + 8 unequal-epoch cells + 7 margin cells + 9 planner cells
+    assert len(ids) == len(set(ids)) == 141
     assert {c.interval for c in cells} == {"auto", "percentile", "bca"}  # the overrides too
     assert {c.id for c in reduced_grid()} <= set(ids)
     assert all(c.n % 5 == 0 for c in cells if c.grouped)  # whole groups of 5
 
 
 def _direct(
-    model: str, *, n: int, epochs: int, shift: float, failure: float, seed: int
+    model: str,
+    *,
+    n: int,
+    epochs: int,
+    shift: float,
+    failure: float,
+    seed: int,
+    dropped: float = 0.0,
 ) -> tuple[engine.Outcome, list[dict[str, object]]]:
     rng = np.random.default_rng(seed)
     sim = experiment(
@@ -57,6 +65,7 @@ def _direct(
         shifts={"A": 0.0, "B": shift},
         failure={"B": failure},
         rng=rng,
+        dropped=dropped,
     )
     outcome = engine.compare(
         sim.staged(),
@@ -70,17 +79,27 @@ def _direct(
 
 
 @pytest.mark.parametrize(
-    ("model", "options", "n", "epochs", "shift", "failure"),
+    ("model", "options", "n", "epochs", "shift", "failure", "dropped"),
     [
-        ("layered-judgefail", {}, 30, 2, 0.4, 0.3),
-        ("binary-p0.70", {"metric": "correct"}, 40, 1, 0.6, 0.0),
-        ("continuous", {"metric": "value"}, 25, 3, 0.3, 0.0),
+        ("layered-judgefail", {}, 30, 2, 0.4, 0.3, 0.0),
+        ("binary-p0.70", {"metric": "correct"}, 40, 1, 0.6, 0.0, 0.0),
+        ("continuous", {"metric": "value"}, 25, 3, 0.3, 0.0, 0.0),
+        ("continuous", {"metric": "value"}, 25, 3, 0.3, 0.0, 0.3),
+        ("layered", {}, 30, 3, 0.4, 0.0, 0.3),
     ],
 )
 def test_the_fast_path_gives_what_the_public_api_gives(
-    model: str, options: dict[str, str], n: int, epochs: int, shift: float, failure: float
+    model: str,
+    options: dict[str, str],
+    n: int,
+    epochs: int,
+    shift: float,
+    failure: float,
+    dropped: float,
 ) -> None:
-    direct, records = _direct(model, n=n, epochs=epochs, shift=shift, failure=failure, seed=7)
+    direct, records = _direct(
+        model, n=n, epochs=epochs, shift=shift, failure=failure, seed=7, dropped=dropped
+    )
     scheme = "layered" if model.startswith("layered") else "metric"
     result = calipers.compare(
         records, scheme, baseline="A", candidates=["B"], seed=7, n_resamples=1000, **options
@@ -93,6 +112,19 @@ def test_the_fast_path_gives_what_the_public_api_gives(
     if failure:
         failed = [r for r in records if r["run"] == "B" and r["judgments"][0]["score"] is None]
         assert len(failed) == round(failure * n * epochs)
+    if dropped:  # unequal epochs, and fewer on the weaker items
+        assert 0.5 * n * epochs < len([r for r in records if r["run"] == "A"]) < n * epochs
+
+
+def test_dropped_epochs_fall_on_the_weaker_items() -> None:
+    from calipers.calibration.simulate import kept_epochs
+
+    rng = np.random.default_rng(3)
+    z = rng.standard_normal((1, 20_000))
+    keep = kept_epochs(rng, z, 3, 0.3).reshape(-1, 3)
+    assert keep[:, 0].all()
+    assert keep[:, 1:].mean() == pytest.approx(0.7, abs=0.01)  # 30% of later epochs lost
+    assert keep[z[0] >= 0, 1:].all() and keep[z[0] < 0, 1:].mean() == pytest.approx(0.4, abs=0.02)
 
 
 def _figures(outcome: CellOutcome) -> dict[str, object]:

@@ -455,9 +455,9 @@ def test_unequal_scored_epochs_are_warned_about(name: str, fewer: str) -> None:
         scored[row["sample_id"]] += "scores" in row
     assert sum(n < max(scored.values()) for n in scored.values()) == int(fewer.split()[0])
     assert rows.warnings[-1] == (
-        f"{FIXTURES / name}: {fewer} fewer scored epochs than others; calipers' means weigh "
-        "every scored epoch equally (those samples count less), while inspect's headline weighs "
-        "every sample equally (the mean of per-sample epoch means)"
+        f"{FIXTURES / name}: {fewer} fewer scored epochs than others (an errored or unscored "
+        "epoch); each sample still weighs the same in calipers' means — the mean of its scored "
+        "epochs — as in inspect's headline, but those samples' means rest on fewer epochs"
     )
 
 

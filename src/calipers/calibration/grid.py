@@ -18,6 +18,10 @@ JUDGE_FAILURE = 0.3
 BOOTSTRAP_METHODS = ("percentile", "bca")
 BOOTSTRAP_KINDS = ("judge", "continuous", "layered")
 BOOTSTRAP_NS = (200,)  # refused below 200 units, and on 0/1 outcomes
+# Unequal epochs: each arm loses later epochs, more on its weaker items (`simulate.kept_epochs`)
+DROPPED_EPOCHS = 0.3
+DROPPED_KINDS = ("binary-p0.70", "judge", "continuous", "layered")
+DROPPED_NS = (20, 200)
 RARE_DIFF = 0.02  # the rare-discordance cells also run an alternative at this true difference
 # Non-inferiority: (kind, n, epochs, grouped, margin on the kind's scale)
 MARGIN_CELLS = (
@@ -61,6 +65,7 @@ class Cell:
     margin: float | None = None  # a non-inferiority margin: the null and a true drop of it
     plan_effect: float | None = None  # a planner cell: plan for this effect (or `margin`)
     plan: bool = False  # a planner cell: n is the pilot's size; the planned n is measured
+    dropped_epochs: float = 0.0  # the average share of later epochs an arm loses
 
     @property
     def id(self) -> str:
@@ -88,6 +93,8 @@ class Cell:
             parts.append(self.interval)
         if self.margin is not None:
             parts.append(f"margin{self.margin:g}")
+        if self.dropped_epochs:
+            parts.append(f"dropped{self.dropped_epochs:g}")
         return "/".join(parts)
 
     @property
@@ -126,6 +133,9 @@ def full_grid() -> list[Cell]:
         Cell(k, n, e, grouped=True) for k in GROUPED_KINDS for n in GROUPED_NS for e in EPOCHS
     ]
     cells += [Cell("rare", n, e, fixed_diff=RARE_DIFF) for n in NS for e in EPOCHS]
+    cells += [
+        Cell(k, n, 3, dropped_epochs=DROPPED_EPOCHS) for k in DROPPED_KINDS for n in DROPPED_NS
+    ]
     # The bootstrap overrides, where they are offered (≥ 200 units, not on 0/1 outcomes).
     cells += [
         Cell(kind, n, 1, interval=method)
@@ -159,6 +169,7 @@ REDUCED_IDS = (
     "continuous/n50/e3",
     "layered/n20/e1",
     "layered/n50/e3",
+    "continuous/n20/e3/dropped0.3",
     "binary-p0.70/n50/e1/grouped",
     "layered/n50/e1/grouped",
     "rare/n200/e1",

@@ -46,6 +46,11 @@ Kinds, one draw of an item → the truth:
   like (the same layers in both arms), 0 under the null.
 - **rare**: pass/fail at 0.95 with a shared item latent of sd 2.5 on the logit scale (arms highly
   correlated, rare discordance), plus an alternative at 0.97 (+0.02) → as binary.
+- **…/dropped0.3** (unequal epochs): as the kind with 3 epochs, and each arm then loses every
+  later epoch with probability 0.6 on its items below the median first latent (none above: 30 % on
+  average, on the weaker items) → the truth is unchanged, the mean over items; the mean over rows
+  would drift from it, and calipers' estimand (each sample weighs the same, docs/statistics.md)
+  must not.
 - **robustness**: per case a rate of changed decisions ~ Beta (mean 0.15 over 9 reorder/pad
   variants, mean 0.65 over 1–3 swaps), each variant changing with it (distance 0 or 1) →
   invariance 0.85, sensitivity 0.65.

@@ -139,6 +139,7 @@ def _paired_phase(
             shifts=shifts,
             failure=failure,
             rng=rng,
+            dropped=cell.dropped_epochs,
         ).staged()
         try:
             outcome = engine.compare(

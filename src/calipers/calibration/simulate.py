@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from calipers.calibration.models import Arm, FloatArray, Logit, Metric, Model
 from calipers.verdicts.persample import RunArrays, StagedScores, dense_sorted
@@ -28,6 +29,20 @@ def latents(rng: np.random.Generator, dims: int, n: int, grouped: bool) -> Float
     return np.asarray(z, dtype=np.float64)
 
 
+def kept_epochs(
+    rng: np.random.Generator, z: FloatArray, epochs: int, dropped: float
+) -> npt.NDArray[np.bool_]:
+    """Which rows (item-major) an arm scored: every item's first epoch, and each later one lost
+    with probability 2·`dropped` for the items below the median latent (none above) — errored
+    epochs that fall on the harder or weaker items, so samples end with unequal epochs and the
+    mean over rows drifts from the mean over items, which stays the truth."""
+    keep = np.ones((z.shape[1], epochs), dtype=bool)
+    if dropped and epochs > 1:
+        lose = np.where(z[0] < 0.0, min(1.0, 2.0 * dropped), 0.0)
+        keep[:, 1:] = rng.random((z.shape[1], epochs - 1)) >= lose[:, None]
+    return keep.ravel()
+
+
 def failed_rows(failure: float, rows: int) -> int:
     """How many of an arm's rows lose their judges: round(failure · rows)."""
     return round(failure * rows)
@@ -42,26 +57,27 @@ class Experiment:
     epochs: int
     grouped: bool
     arms: dict[str, Arm]
+    kept: dict[str, npt.NDArray[np.bool_]] | None = None  # rows each arm scored (None: all)
 
     def staged(self) -> StagedScores:
         sid = np.repeat(np.arange(self.n, dtype=np.int64), self.epochs)
         epoch = np.tile(np.arange(self.epochs, dtype=np.int64), self.n)
         group = sid // GROUP_SIZE if self.grouped else None
-        runs = {
-            run: RunArrays(
+        runs = {}
+        for run, arm in self.arms.items():
+            k = slice(None) if self.kept is None else self.kept[run]
+            runs[run] = RunArrays(
                 run=run,
-                sid=sid,
-                epoch=epoch,
-                cluster=dense_sorted(sid),
-                task_code=np.zeros(sid.size, dtype=np.int64),
+                sid=sid[k],
+                epoch=epoch[k],
+                cluster=dense_sorted(sid[k]),
+                task_code=np.zeros(sid[k].size, dtype=np.int64),
                 tasks=["t"],
-                values=dict(arm.values),
-                judges=dict(arm.judges),
+                values={name: v[k] for name, v in arm.values.items()},
+                judges={name: v[k] for name, v in arm.judges.items()},
                 human=None,
-                group=group,
+                group=group[k] if group is not None else None,
             )
-            for run, arm in self.arms.items()
-        }
         combine = self.model.combine
         return StagedScores(
             runs=runs,
@@ -80,6 +96,8 @@ class Experiment:
         binary = isinstance(self.model, Metric) and isinstance(self.model.latent, Logit)
         for run, arm in self.arms.items():
             for row in range(self.n * self.epochs):
+                if self.kept is not None and not self.kept[run][row]:
+                    continue
                 sample: dict[str, Any] = {
                     "run": run,
                     "task": "t",
@@ -119,11 +137,16 @@ def experiment(
     shifts: Mapping[str, float],
     failure: Mapping[str, float],
     rng: np.random.Generator,
+    dropped: float = 0.0,
 ) -> Experiment:
-    """Draw the items once, then each arm in the order of `shifts` (the first is the control)."""
+    """Draw the items once, then each arm in the order of `shifts` (the first is the control);
+    with `dropped`, each arm then loses epochs (`kept_epochs`)."""
     z = latents(rng, model.dims, n, grouped)
     arms = {
         run: model.draw(z, shift, epochs, rng, failed_rows(failure.get(run, 0.0), n * epochs))
         for run, shift in shifts.items()
     }
-    return Experiment(model, n, epochs, grouped, arms)
+    kept = None
+    if dropped:
+        kept = {run: kept_epochs(rng, z, epochs, dropped) for run in arms}
+    return Experiment(model, n, epochs, grouped, arms, kept)

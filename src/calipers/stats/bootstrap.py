@@ -91,6 +91,7 @@ def paired_bootstrap(
     treatment: npt.ArrayLike,
     *,
     clusters: npt.ArrayLike | None = None,
+    weights: npt.ArrayLike | None = None,
     n_resamples: int = 10_000,
     confidence_level: float = 0.95,
     method: Method = "percentile",
@@ -101,27 +102,33 @@ def paired_bootstrap(
 
     With `clusters` (one label per pair, e.g. the sample_id when epochs repeat a sample), whole
     clusters are resampled and the statistic is the mean difference over the drawn observations.
+    With `weights` (> 0, one per pair) the statistic is the weighted mean Σw·d/Σw: weights of
+    1/(epochs of the pair's sample) make it the mean of per-sample means.
     """
     c = _as_1d(control, "control")
     t = _as_1d(treatment, "treatment")
     if c.shape != t.shape:
         raise InputError(f"control and treatment differ in length: {c.size} vs {t.size}")
-    return _bootstrap(t - c, clusters, n_resamples, confidence_level, method, algorithm, rng)
+    return _bootstrap(
+        t - c, clusters, weights, n_resamples, confidence_level, method, algorithm, rng
+    )
 
 
 def mean_bootstrap(
     values: npt.ArrayLike,
     *,
     clusters: npt.ArrayLike | None = None,
+    weights: npt.ArrayLike | None = None,
     n_resamples: int = 10_000,
     confidence_level: float = 0.95,
     method: Method = "percentile",
     algorithm: Algorithm = "auto",
     rng: int | np.random.Generator | None = None,
 ) -> BootstrapResult:
-    """Interval for the mean of one sample of values (clusters resampled whole, as above)."""
+    """Interval for the (weighted) mean of one sample of values (clusters resampled whole, as
+    above)."""
     x = _as_1d(values, "values")
-    return _bootstrap(x, clusters, n_resamples, confidence_level, method, algorithm, rng)
+    return _bootstrap(x, clusters, weights, n_resamples, confidence_level, method, algorithm, rng)
 
 
 def _as_1d(values: npt.ArrayLike, name: str) -> FloatArray:
@@ -181,11 +188,31 @@ def dense_codes(labels: npt.NDArray[Any]) -> npt.NDArray[np.intp]:
     return np.unique(labels, return_inverse=True)[1].ravel()
 
 
-def _units(x: FloatArray, codes: npt.NDArray[np.intp] | None) -> tuple[FloatArray, FloatArray]:
+def check_weights(weights: npt.ArrayLike | None, x: FloatArray) -> FloatArray | None:
+    """Weights as floats (one per value, finite, > 0), or None when there are none or all are
+    equal: equal weights are the plain mean, computed the plain way."""
+    if weights is None:
+        return None
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != x.shape:
+        raise InputError(f"weights has {w.size} values for {x.size} observations")
+    if not np.all(np.isfinite(w) & (w > 0)):
+        raise InputError("weights must be finite and > 0")
+    return None if w.size == 0 or np.all(w == w[0]) else w
+
+
+def _units(
+    x: FloatArray, codes: npt.NDArray[np.intp] | None, w: FloatArray | None
+) -> tuple[FloatArray, FloatArray]:
+    """Each resampled unit's weighted sum and total weight (its size, unweighted)."""
     if codes is None:
-        return x, np.ones_like(x)
-    sums = np.bincount(codes, weights=x).astype(np.float64)
-    return sums, np.bincount(codes).astype(np.float64)
+        return (x, np.ones_like(x)) if w is None else (w * x, w)
+    if w is None:
+        return np.bincount(codes, weights=x).astype(np.float64), np.bincount(codes).astype(
+            np.float64
+        )
+    sums = np.asarray(np.bincount(codes, weights=w * x), dtype=np.float64)
+    return sums, np.asarray(np.bincount(codes, weights=w), dtype=np.float64)
 
 
 def _distinct(sums: FloatArray, sizes: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -259,6 +286,7 @@ def _index_draws(
 def _bootstrap(
     x: FloatArray,
     clusters: npt.ArrayLike | None,
+    weights: npt.ArrayLike | None,
     n_resamples: int,
     confidence_level: float,
     method: str,
@@ -266,8 +294,9 @@ def _bootstrap(
     rng: int | np.random.Generator | None,
 ) -> BootstrapResult:
     codes = _validate(x, clusters, n_resamples, confidence_level, method, algorithm)
+    w = check_weights(weights, x)
     generator, seed = resolve_rng(rng)
-    sums, sizes = _units(x, codes)
+    sums, sizes = _units(x, codes, w)
     d_sums, d_sizes, mult = _distinct(sums, sizes)
     use_counting = algorithm == "counting" or (
         algorithm == "auto" and d_sums.size <= COUNTING_MAX_RATIO * sums.size

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from calipers.errors import InputError
-from calipers.stats.bootstrap import BootstrapResult, dense_codes, mean_bootstrap
+from calipers.stats.bootstrap import BootstrapResult, check_weights, dense_codes, mean_bootstrap
 from calipers.stats.intervals import z_from_confidence
 
 IntervalMethod = Literal["auto", "score", "t", "percentile", "bca"]
@@ -153,8 +153,30 @@ def sign_test(differences: npt.ArrayLike) -> float:
     return paired_tests.sign_test(differences).p_value
 
 
-def cluster_means(x: FloatArray, codes: npt.NDArray[np.intp]) -> FloatArray:
-    return np.asarray(np.bincount(codes, weights=x) / np.bincount(codes), dtype=np.float64)
+def cluster_means(
+    x: FloatArray, codes: npt.NDArray[np.intp], w: FloatArray | None = None
+) -> FloatArray:
+    """Each cluster's (weighted) mean."""
+    if w is None or w.size == 0 or np.all(w == w[0]):
+        return np.asarray(np.bincount(codes, weights=x) / np.bincount(codes), dtype=np.float64)
+    return np.asarray(np.bincount(codes, weights=w * x) / np.bincount(codes, weights=w))
+
+
+def sample_weights(samples: npt.ArrayLike) -> FloatArray:
+    """1/(rows of the row's sample): with these weights every sample weighs the same however many
+    epochs it was scored in, and a weighted mean is the mean of per-sample epoch means — the
+    estimand of every scheme (docs/statistics.md), and inspect_ai's headline."""
+    codes = dense_codes(np.asarray(samples))
+    if codes.size == 0:
+        return np.ones(0)
+    return np.asarray((1.0 / np.bincount(codes))[codes], dtype=np.float64)
+
+
+def weighted_mean(x: FloatArray, w: FloatArray | None) -> float:
+    """Σwx/Σw; the plain mean (to the last bit) when there are no weights or all are equal."""
+    if w is None or w.size == 0 or np.all(w == w[0]):
+        return float(x.mean())
+    return float((w @ x) / w.sum())
 
 
 def _codes(x: FloatArray, clusters: npt.ArrayLike | None) -> npt.NDArray[np.intp]:
@@ -166,27 +188,44 @@ def _codes(x: FloatArray, clusters: npt.ArrayLike | None) -> npt.NDArray[np.intp
     return dense_codes(labels)
 
 
-def _clustered_variance(x: FloatArray, codes: npt.NDArray[np.intp]) -> tuple[float, int]:
-    """CR1 variance of the ratio mean Σx/n over clusters, and the number of clusters G:
-    G/(G−1) · Σ_g (s_g − θ·m_g)² / n²."""
-    sums = np.bincount(codes, weights=x)
-    sizes = np.bincount(codes).astype(np.float64)
+def _sums_sizes(
+    x: FloatArray, codes: npt.NDArray[np.intp], w: FloatArray | None
+) -> tuple[FloatArray, FloatArray, float]:
+    """Each cluster's weighted sum s_g and weight m_g, and the total weight (n unweighted)."""
+    if w is None:
+        sums = np.asarray(np.bincount(codes, weights=x), dtype=np.float64)
+        return sums, np.bincount(codes).astype(np.float64), x.size
+    sizes = np.asarray(np.bincount(codes, weights=w), dtype=np.float64)
+    return np.asarray(np.bincount(codes, weights=w * x), dtype=np.float64), sizes, sizes.sum()
+
+
+def _clustered_variance(
+    x: FloatArray, codes: npt.NDArray[np.intp], w: FloatArray | None = None
+) -> tuple[float, int]:
+    """CR1 variance of the ratio mean Σwx/Σw over clusters, and the number of clusters G:
+    G/(G−1) · Σ_g (s_g − θ·m_g)² / (Σw)², s_g and m_g the cluster's weighted sum and weight."""
+    sums, sizes, total = _sums_sizes(x, codes, w)
     g = sums.size
-    theta = float(x.mean())
+    theta = weighted_mean(x, w)
     resid = sums - theta * sizes
-    return float(g / (g - 1) * (resid @ resid) / (x.size**2)), g
+    return float(g / (g - 1) * (resid @ resid) / (total**2)), g
 
 
 def _effective_n(
-    x: FloatArray, codes: npt.NDArray[np.intp], iid_variance: float, confidence_level: float
+    x: FloatArray,
+    codes: npt.NDArray[np.intp],
+    iid_variance: float,
+    confidence_level: float,
+    w: FloatArray | None = None,
 ) -> float:
     """n / design effect, within [G, n] — G when the data do not vary (the design effect of
     constant data is unknowable, and G is its worst case) — times (z/t_{G−1})², Korn & Graubard's
-    (1998) allowance for a variance estimated from only G clusters."""
+    (1998) allowance for a variance estimated from only G clusters. Unequal weights are part of
+    the design effect."""
     g = int(codes.max()) + 1
-    if g == x.size:
+    if g == x.size and w is None:
         return float(x.size)
-    clustered, _ = _clustered_variance(x, codes)
+    clustered, _ = _clustered_variance(x, codes, w)
     if iid_variance <= 0 or clustered <= 0:
         n_eff = float(g)
     else:
@@ -230,24 +269,27 @@ def mean_interval(
     values: npt.ArrayLike,
     *,
     clusters: npt.ArrayLike | None = None,
+    weights: npt.ArrayLike | None = None,
     method: str = "auto",
     confidence_level: float = 0.95,
     n_resamples: int = 10_000,
     rng: int | np.random.Generator | None = None,
 ) -> Interval:
-    """Interval for the mean of `values` (whole clusters as the independent units)."""
+    """Interval for the mean of `values` (whole clusters as the independent units); with
+    `weights`, of the weighted mean Σwx/Σw (`sample_weights`: the mean of per-sample means)."""
     _check_method(method)
     x = np.asarray(values, dtype=np.float64)
     if x.ndim != 1 or not np.all(np.isfinite(x)):
         raise InputError("values must be a one-dimensional array of finite numbers")
     codes, g = _units_of(x, clusters)
+    w = check_weights(weights, x)
     binary = is_binary(x)
     method = _resolve(method, binary, "0/1 outcomes")
     if method == "score":
-        return _wilson(x, codes, g, confidence_level)
+        return _wilson(x, codes, g, confidence_level, w)
     if method == "t":
-        return _t_interval(x, codes, confidence_level, what="values", skew_corrected=True)
-    return _bootstrap(x, codes, g, method, confidence_level, n_resamples, rng, binary=binary)
+        return _t_interval(x, codes, confidence_level, w, what="values", skew_corrected=True)
+    return _bootstrap(x, codes, g, w, method, confidence_level, n_resamples, rng, binary=binary)
 
 
 def _units_of(x: FloatArray, clusters: npt.ArrayLike | None) -> tuple[npt.NDArray[np.intp], int]:
@@ -277,12 +319,14 @@ def paired_interval(
     treatment: npt.ArrayLike,
     *,
     clusters: npt.ArrayLike | None = None,
+    weights: npt.ArrayLike | None = None,
     method: str = "auto",
     confidence_level: float = 0.95,
     n_resamples: int = 10_000,
     rng: int | np.random.Generator | None = None,
 ) -> Interval:
-    """Interval for mean(treatment − control) over pairs (clusters of pairs as units)."""
+    """Interval for mean(treatment − control) over pairs (clusters of pairs as units); with
+    `weights`, of the weighted mean difference."""
     _check_method(method)
     c = np.asarray(control, dtype=np.float64)
     t = np.asarray(treatment, dtype=np.float64)
@@ -292,13 +336,14 @@ def paired_interval(
     if not np.all(np.isfinite(d)):
         raise InputError("paired values must be finite")
     codes, g = _units_of(d, clusters)
+    w = check_weights(weights, d)
     binary = is_binary(c, t)
     method = _resolve(method, binary, "paired 0/1 outcomes")
     if method == "score":
-        return _newcombe(c, t, codes, g, confidence_level)
+        return _newcombe(c, t, codes, g, confidence_level, w)
     if method == "t":
-        return _t_interval(d, codes, confidence_level, what="paired differences")
-    return _bootstrap(d, codes, g, method, confidence_level, n_resamples, rng, binary=binary)
+        return _t_interval(d, codes, confidence_level, w, what="paired differences")
+    return _bootstrap(d, codes, g, w, method, confidence_level, n_resamples, rng, binary=binary)
 
 
 def _units(g: int) -> str:
@@ -306,10 +351,14 @@ def _units(g: int) -> str:
 
 
 def _wilson(
-    x: FloatArray, codes: npt.NDArray[np.intp], g: int, confidence_level: float
+    x: FloatArray,
+    codes: npt.NDArray[np.intp],
+    g: int,
+    confidence_level: float,
+    w: FloatArray | None,
 ) -> Interval:
-    p = float(x.mean())
-    n_eff = _effective_n(x, codes, p * (1 - p) / x.size, confidence_level)
+    p = weighted_mean(x, w)
+    n_eff = _effective_n(x, codes, p * (1 - p) / x.size, confidence_level, w)
     z = z_from_confidence(confidence_level)
     low, high = wilson_bounds(p * n_eff, n_eff, z)
     return Interval(
@@ -319,23 +368,31 @@ def _wilson(
 
 
 def _newcombe(
-    c: FloatArray, t: FloatArray, codes: npt.NDArray[np.intp], g: int, confidence_level: float
+    c: FloatArray,
+    t: FloatArray,
+    codes: npt.NDArray[np.intp],
+    g: int,
+    confidence_level: float,
+    w: FloatArray | None,
 ) -> Interval:
     """Newcombe (1998) method 11: continuity-corrected Wilson intervals of both margins, combined
     with the phi correlation of the paired 2×2 table; counts scaled to n_eff for clusters. Method
     10 (no correction) covers as little as 81% at n = 10 and 86% at n = 20 in an exact enumeration
-    of paired tables (docs/statistics.md); method 11 never below 95.7% there."""
+    of paired tables (docs/statistics.md); method 11 never below 95.7% there. With weights the
+    table holds weighted counts, scaled to n_eff."""
     n = float(c.size)
     d = t - c
-    n_eff = _effective_n(d, codes, float(np.var(d)) / n, confidence_level)
-    scale = n_eff / n
-    both = float(np.sum((c == 1) & (t == 1))) * scale
-    t_only = float(np.sum((c == 0) & (t == 1))) * scale
-    c_only = float(np.sum((c == 1) & (t == 0))) * scale
+    estimate = weighted_mean(d, w)
+    iid_variance = float(np.var(d) if w is None else w @ (d - estimate) ** 2 / w.sum()) / n
+    n_eff = _effective_n(d, codes, iid_variance, confidence_level, w)
+    ww = np.ones_like(d) if w is None else w
+    scale = n_eff / float(ww.sum())
+    both = float(ww @ ((c == 1) & (t == 1))) * scale
+    t_only = float(ww @ ((c == 0) & (t == 1))) * scale
+    c_only = float(ww @ ((c == 1) & (t == 0))) * scale
     neither = n_eff - both - t_only - c_only
     z = z_from_confidence(confidence_level)
     delta, eps = newcombe_half_widths(both, t_only, c_only, neither, z)
-    estimate = float(d.mean())
     low, high = max(-1.0, estimate - delta), min(1.0, estimate + eps)
     return Interval(
         estimate, low, high, "score", "newcombe-cc", confidence_level, (high - low) / (2 * z),
@@ -367,17 +424,18 @@ def _t_interval(
     x: FloatArray,
     codes: npt.NDArray[np.intp],
     confidence_level: float,
+    w: FloatArray | None,
     *,
     what: str,
     skew_corrected: bool = False,
 ) -> Interval:
-    variance, g = _clustered_variance(x, codes)
+    variance, g = _clustered_variance(x, codes, w)
     if g < MIN_T_UNITS:
         raise NoInterval(
             f"{_units(g)}: a t interval needs at least {MIN_T_UNITS} (below that it covered "
             "90–93% on skewed or discrete scores, docs/calibration.md)"
         )
-    estimate = float(x.mean())
+    estimate = weighted_mean(x, w)
     if variance <= 0:
         raise NoInterval(
             f"all {x.size} {what} are equal ({estimate:+.3f}): no spread to make an interval from"
@@ -387,7 +445,7 @@ def _t_interval(
     q = t_quantile(1 - (1 - confidence_level) / 2, df)
     low, high, formula = estimate - q * se, estimate + q * se, "t"
     if skew_corrected:
-        low, high = _hall_bounds(x, codes, estimate, se, q)
+        low, high = _hall_bounds(x, codes, w, estimate, se, q)
         formula = "hall-t"
     return Interval(
         estimate, low, high, "t", formula, confidence_level, se, df, g, int(x.size), float(x.size),
@@ -395,7 +453,12 @@ def _t_interval(
 
 
 def _hall_bounds(
-    x: FloatArray, codes: npt.NDArray[np.intp], estimate: float, se: float, q: float
+    x: FloatArray,
+    codes: npt.NDArray[np.intp],
+    w: FloatArray | None,
+    estimate: float,
+    se: float,
+    q: float,
 ) -> tuple[float, float]:
     """Hall's (1992) skewness-corrected t: the studentized mean is transformed by
     g(t) = t + γ̂t²/3 + γ̂²t³/27 + γ̂/6G, which removes its skewness to second order, and the interval
@@ -403,10 +466,9 @@ def _hall_bounds(
     (the values themselves without clusters), so the standard error is the CR1 one. The plain t
     interval of a mean near a bound — a layered composite near 5 at 10 samples — covered 0.88–0.92;
     this one 0.95–0.99 (docs/statistics.md). γ̂ = 0 gives the t interval back."""
-    sums = np.bincount(codes, weights=x)
-    sizes = np.bincount(codes).astype(np.float64)
+    sums, sizes, total = _sums_sizes(x, codes, w)
     g = sums.size
-    u = g * (sums - estimate * sizes) / x.size
+    u = g * (sums - estimate * sizes) / total
     sigma = se * math.sqrt(g)  # Σu²/(G − 1) = G·SE²
     gamma = g / ((g - 1) * (g - 2)) * float(np.sum(u**3)) / sigma**3
 
@@ -424,6 +486,7 @@ def _bootstrap(
     x: FloatArray,
     codes: npt.NDArray[np.intp],
     g: int,
+    w: FloatArray | None,
     method: str,
     confidence_level: float,
     n_resamples: int,
@@ -446,6 +509,7 @@ def _bootstrap(
     result = mean_bootstrap(
         x,
         clusters=codes if clustered else None,
+        weights=w,
         n_resamples=n_resamples,
         confidence_level=confidence_level,
         method=method,  # type: ignore[arg-type]

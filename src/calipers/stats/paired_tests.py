@@ -100,20 +100,25 @@ def paired_t(unit_differences: npt.ArrayLike) -> PairedTest | None:
 
 
 def clustered_standard_error(
-    differences: npt.ArrayLike, codes: npt.NDArray[np.intp]
+    differences: npt.ArrayLike,
+    codes: npt.NDArray[np.intp],
+    weights: npt.ArrayLike | None = None,
 ) -> PairedTest | None:
     """Miller's clustered standard error of the mean difference, √(Σ_c (Σ_{i∈c} (d_i − d̄))²)/n,
-    and the z test it gives; None with fewer than 2 clusters or no spread."""
+    and the z test it gives; None with fewer than 2 clusters or no spread. With `weights` the
+    mean is Σw·d/Σw and each term is weighted (w_i(d_i − d̄), over Σw)."""
     d = np.asarray(differences, dtype=float)
-    sums = np.bincount(codes, weights=d - d.mean())
+    w = np.ones_like(d) if weights is None else np.asarray(weights, dtype=float)
+    mean = float(w @ d / w.sum()) if weights is not None else float(d.mean())
+    sums = np.bincount(codes, weights=w * (d - mean))
     if sums.size < 2:
         return None
-    se = math.sqrt(float(sums @ sums)) / d.size
+    se = math.sqrt(float(sums @ sums)) / float(w.sum())
     if se == 0:
         return None
-    z = float(d.mean()) / se
+    z = mean / se
     norm = NormalDist()
     return PairedTest(
         "clustered_se", z, 2 * norm.cdf(-abs(z)), norm.cdf(-z), norm.cdf(z), None,
-        {"mean": float(d.mean()), "standard_error": se, "n_clusters": int(sums.size)},
+        {"mean": mean, "standard_error": se, "n_clusters": int(sums.size)},
     )  # fmt: skip

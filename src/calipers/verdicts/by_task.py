@@ -107,9 +107,8 @@ def task_differences(
             continue
         d = difference(rows)
         p, test = _p_value(d)
-        out[name] = TaskDifference(
-            name, n, float(composite_c[kept].mean()), float(composite_t[kept].mean()), d, p, test
-        )
+        # The difference's own means: over the same pairs, of per-sample epoch means.
+        out[name] = TaskDifference(name, n, d.control_mean, d.treatment_mean, d, p, test)
     tested = [t for t in out.values() if t.p_value is not None]
     for t, p in zip(tested, adjust_p([t.p_value or 0.0 for t in tested], adjust), strict=True):
         t.p_adjusted = p

@@ -23,9 +23,11 @@ from calipers.stats.estimate import (
     cluster_means,
     mean_interval,
     paired_interval,
+    sample_weights,
     sd_allowance,
     sign_test,
     t_quantile,
+    weighted_mean,
 )
 from calipers.stats.multivariate import HotellingResult, hotelling_t2
 from calipers.stats.paired_tests import clustered_standard_error, mcnemar_exact, paired_t
@@ -202,6 +204,7 @@ def compare_pair(
             "were evaluated on the same inputs.",
         )
     units = cluster_labels(c_run, ic, cluster)
+    samples = c_run.sid[ic]
     c_vals = {n: c_run.values[n][ic] for n in comps}
     t_vals = {n: t_run.values[n][it] for n in comps}
     # Like with like: each pair's composite is made from the layers present on BOTH sides, so a
@@ -213,8 +216,8 @@ def compare_pair(
 
     def difference(c: FloatArray, t: FloatArray) -> Difference:
         return paired_difference(
-            c, t, units, confidence_level=confidence_level, n_resamples=n_resamples, seed=seed,
-            method=interval,
+            c, t, units, samples=samples, confidence_level=confidence_level,
+            n_resamples=n_resamples, seed=seed, method=interval,
         )  # fmt: skip
 
     composite = difference(composite_c, composite_t)
@@ -249,9 +252,9 @@ def compare_pair(
         )
         tasks = {name: t.to_dict() for name, t in tested.items()}
     else:
-        tasks = _task_table(task_code, staged.tasks, composite_c, composite_t)
-    mde = detectable_difference(composite, composite_c, composite_t, units, alpha)
-    tests = paired_tests(composite, composite_c, composite_t, units)
+        tasks = _task_table(task_code, staged.tasks, composite_c, composite_t, samples)
+    mde = detectable_difference(composite, composite_c, composite_t, units, alpha, samples)
+    tests = paired_tests(composite, composite_c, composite_t, units, samples)
     return PairedComparison(
         control=control,
         treatment=treatment,
@@ -275,7 +278,7 @@ def compare_pair(
 
 
 def paired_tests(
-    composite: Difference, c: FloatArray, t: FloatArray, units: IntArray
+    composite: Difference, c: FloatArray, t: FloatArray, units: IntArray, samples: IntArray
 ) -> dict[str, Any]:
     """The exact and analytic tests of the composite difference, each under its own name, and
     which of them (with the interval) decides significance."""
@@ -286,7 +289,8 @@ def paired_tests(
     out: dict[str, Any] = {"decided_by": _decided_by(composite)}
     if not d.size:
         return out
-    unit_d = cluster_means(d, codes)
+    w = sample_weights(samples[both])
+    unit_d = cluster_means(d, codes, w)
     binary = bool(np.all((cb == 0) | (cb == 1)) and np.all((tb == 0) | (tb == 1)))
     if binary and unit_d.size == d.size:
         test: Any = mcnemar_exact(int(np.sum(tb > cb)), int(np.sum(cb > tb)))
@@ -301,7 +305,7 @@ def paired_tests(
     out["sign"] = exact_sign_test(unit_d).to_dict()
     test = paired_t(unit_d)
     out["paired_t"] = None if test is None else test.to_dict()
-    test = clustered_standard_error(d, codes)
+    test = clustered_standard_error(d, codes, w)
     out["clustered_se"] = None if test is None else test.to_dict()
     return out
 
@@ -324,12 +328,15 @@ def paired_difference(
     t: FloatArray,
     units: IntArray,
     *,
+    samples: IntArray | None = None,
     confidence_level: float,
     n_resamples: int,
     seed: int,
     method: str,
 ) -> Difference:
-    """The difference over the rows present on both sides, its interval and p-values."""
+    """The difference over the rows present on both sides, its interval and p-values. With
+    `samples` (each row's sample) every sample weighs the same: means and the interval are of
+    per-sample epoch means (docs/statistics.md, the estimand)."""
     both = np.isfinite(c) & np.isfinite(t)
     groups = units[both]
     n_pairs = int(np.count_nonzero(np.bincount(groups))) if groups.size else 0
@@ -337,19 +344,20 @@ def paired_difference(
         return Difference(None, 0, None, refusal="no pair has this quantity on both sides")
     cb, tb = c[both], t[both]
     d = tb - cb
-    c_mean, t_mean = float(cb.mean()), float(tb.mean())
+    w = sample_weights(samples[both]) if samples is not None else None
+    c_mean, t_mean = weighted_mean(cb, w), weighted_mean(tb, w)
     codes = dense_codes(groups)
-    exact_p = sign_test(cluster_means(d, codes))
+    unit_d = cluster_means(d, codes, w)
+    exact_p = sign_test(unit_d)
     try:
         interval = paired_interval(
-            cb, tb, clusters=codes, method=method, confidence_level=confidence_level,
-            n_resamples=n_resamples, rng=seed,
+            cb, tb, clusters=codes, weights=w, method=method,
+            confidence_level=confidence_level, n_resamples=n_resamples, rng=seed,
         )  # fmt: skip
     except NoInterval as why:
-        unit_d = cluster_means(d, codes)
         # Without spread the exact sign test is the only evidence: it stands in as the p-value.
         return Difference(
-            float(d.mean()), n_pairs, None, why.reason, exact_p, exact_p,
+            weighted_mean(d, w), n_pairs, None, why.reason, exact_p, exact_p,
             control_mean=c_mean, treatment_mean=t_mean, n_observations=int(d.size),
             constant=n_pairs >= 2 and bool(np.ptp(unit_d) == 0) and bool(unit_d[0] != 0),
             unchanged=n_pairs >= 2 and not np.any(unit_d),
@@ -361,7 +369,12 @@ def paired_difference(
 
 
 def detectable_difference(
-    d: Difference, c: FloatArray, t: FloatArray, units: IntArray, alpha: float
+    d: Difference,
+    c: FloatArray,
+    t: FloatArray,
+    units: IntArray,
+    alpha: float,
+    samples: IntArray | None = None,
 ) -> float | None:
     """The MDE at 80% power: from the interval's standard error (noncentral t on its df); for
     paired 0/1 outcomes also from the exact McNemar test the verdict requires, whichever is
@@ -376,7 +389,8 @@ def detectable_difference(
     mde = _binary_detectable(t[both] - c[both], d.interval)
     if d.interval.n_units < d.interval.n_observations:
         return mde  # with clusters the score interval alone decides (Korn–Graubard df)
-    unit_d = cluster_means(t[both] - c[both], dense_codes(units[both]))
+    w = sample_weights(samples[both]) if samples is not None else None
+    unit_d = cluster_means(t[both] - c[both], dense_codes(units[both]), w)
     moved = unit_d[unit_d != 0]
     step = float(np.mean(np.abs(moved))) if moved.size else 1.0
     exact = sign_test_detectable(unit_d.size, moved.size / unit_d.size, step, alpha=alpha)
@@ -476,20 +490,22 @@ def _gate_evidence(
     evidence = {}
     for name in names:
         c, t = c_run.values[name], t_run.values[name]
-        c_mean = float(np.nanmean(c))
-        t_keep = np.isfinite(t)
-        t_mean = float(t[t_keep].mean()) if t_keep.any() else None
+        c_keep, t_keep = np.isfinite(c), np.isfinite(t)
+        c_mean = weighted_mean(c[c_keep], sample_weights(c_run.sid[c_keep]))
+        t_w = sample_weights(t_run.sid[t_keep])
+        t_mean = weighted_mean(t[t_keep], t_w) if t_keep.any() else None
         high = None
         if t_keep.any():
             units = cluster_labels(t_run, np.flatnonzero(t_keep), cluster)
             try:
                 high = mean_interval(
-                    t[t_keep], clusters=units, method=method, confidence_level=level, rng=seed,
+                    t[t_keep], clusters=units, weights=t_w, method=method,
+                    confidence_level=level, rng=seed,
                 ).high  # fmt: skip
             except NoInterval:
                 # Every unit has the same layer mean: evidence that it is below the gate is
                 # the exact sign test over the units (all below; p = 2·½^G).
-                unit_means = cluster_means(t[t_keep], dense_codes(units))
+                unit_means = cluster_means(t[t_keep], dense_codes(units), t_w)
                 if sign_test(unit_means - threshold) <= 1.0 - level:
                     high = float(unit_means.max())
         d = components[name]
@@ -553,13 +569,17 @@ def _task_table(
     names: list[str],
     composite_c: FloatArray,
     composite_t: FloatArray,
+    samples: IntArray,
 ) -> dict[str, dict[str, Any]]:
+    """Each task's means over the pairs both sides have (of per-sample epoch means)."""
     codes = task_code
     both = np.isfinite(composite_c) & np.isfinite(composite_t)
     k = len(names)
+    w = sample_weights(samples[both])
     n = np.bincount(codes[both], minlength=k)
-    c_sum = np.bincount(codes[both], weights=composite_c[both], minlength=k)
-    t_sum = np.bincount(codes[both], weights=composite_t[both], minlength=k)
+    weight = np.bincount(codes[both], weights=w, minlength=k)
+    c_sum = np.bincount(codes[both], weights=w * composite_c[both], minlength=k)
+    t_sum = np.bincount(codes[both], weights=w * composite_t[both], minlength=k)
     present = np.bincount(codes, minlength=k) > 0
     table: dict[str, dict[str, Any]] = {}
     for code in np.flatnonzero(present):
@@ -567,7 +587,7 @@ def _task_table(
         if n[code] == 0:
             table[name] = {"control": None, "treatment": None, "diff": None, "n": 0}
             continue
-        c_mean, t_mean = c_sum[code] / n[code], t_sum[code] / n[code]
+        c_mean, t_mean = c_sum[code] / weight[code], t_sum[code] / weight[code]
         table[name] = {
             "control": float(c_mean),
             "treatment": float(t_mean),

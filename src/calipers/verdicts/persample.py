@@ -19,7 +19,13 @@ from calipers.data.files import sql_literal
 from calipers.data.sampleset import SampleSet
 from calipers.errors import DataError, InputError
 from calipers.stats import krippendorff_alpha, pearson
-from calipers.stats.estimate import Interval, NoInterval, mean_interval
+from calipers.stats.estimate import (
+    Interval,
+    NoInterval,
+    mean_interval,
+    sample_weights,
+    weighted_mean,
+)
 from calipers.stats.saturation import SaturationResult, saturation
 
 FloatArray = npt.NDArray[np.float64]
@@ -290,8 +296,8 @@ def summarize_run(
 
     def component(values: FloatArray, units: npt.NDArray[np.int64] | None) -> ComponentSummary:
         return _component(
-            values, units, confidence_level=confidence_level, n_resamples=n_resamples,
-            seed=seed, method=interval,
+            values, arrays.sid, units, confidence_level=confidence_level,
+            n_resamples=n_resamples, seed=seed, method=interval,
         )  # fmt: skip
 
     comp = component(composite, clusters)
@@ -326,20 +332,25 @@ def summarize_run(
 def _task_means(
     composite: FloatArray, arrays: RunArrays
 ) -> dict[str, dict[str, float | int | None]]:
-    """Mean composite per task the run has (None when none of its samples has a composite)."""
+    """Mean composite per task the run has — the mean of its samples' epoch means — (None when
+    none of its samples has a composite); n counts observations."""
     keep = np.isfinite(composite)
     k = len(arrays.tasks)
     present = np.bincount(arrays.task_code, minlength=k) > 0
-    n = np.bincount(arrays.task_code[keep], minlength=k)
-    sums = np.bincount(arrays.task_code[keep], weights=composite[keep], minlength=k)
+    codes = arrays.task_code[keep]
+    w = sample_weights(arrays.sid[keep])
+    n = np.bincount(codes, minlength=k)
+    weight = np.bincount(codes, weights=w, minlength=k)
+    sums = np.bincount(codes, weights=w * composite[keep], minlength=k)
     return {
-        arrays.tasks[i]: {"mean": float(sums[i] / n[i]) if n[i] else None, "n": int(n[i])}
+        arrays.tasks[i]: {"mean": float(sums[i] / weight[i]) if n[i] else None, "n": int(n[i])}
         for i in np.flatnonzero(present)
     }
 
 
 def _component(
     values: FloatArray,
+    samples: npt.NDArray[np.int64],
     clusters: npt.NDArray[np.int64] | None,
     *,
     confidence_level: float,
@@ -347,22 +358,26 @@ def _component(
     seed: int,
     method: str,
 ) -> ComponentSummary:
-    """A component's mean, and its interval when `clusters` are given (None: no interval)."""
+    """A component's mean over its samples (each sample's epochs averaged first, so a sample
+    weighs the same however many epochs were scored), and its interval when `clusters` are
+    given (None: no interval)."""
     keep = np.isfinite(values)
     n = int(keep.sum())
     if n == 0:
         return ComponentSummary(None, 0, None)
     x = values[keep]
+    w = sample_weights(samples[keep])
+    mean = weighted_mean(x, w)
     if clusters is None:
-        return ComponentSummary(float(x.mean()), n, None)
+        return ComponentSummary(mean, n, None)
     try:
         interval = mean_interval(
-            x, clusters=clusters[keep], method=method, confidence_level=confidence_level,
-            n_resamples=n_resamples, rng=seed,
+            x, clusters=clusters[keep], weights=w, method=method,
+            confidence_level=confidence_level, n_resamples=n_resamples, rng=seed,
         )  # fmt: skip
     except NoInterval as why:
-        return ComponentSummary(float(x.mean()), n, None, refusal=why.reason)
-    return ComponentSummary(float(x.mean()), n, interval)
+        return ComponentSummary(mean, n, None, refusal=why.reason)
+    return ComponentSummary(mean, n, interval)
 
 
 def _layers_used(values: Mapping[str, FloatArray], names: tuple[str, ...]) -> dict[str, int]:

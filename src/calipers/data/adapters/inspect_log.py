@@ -355,9 +355,9 @@ def _unequal_epochs(path: Path, rows: list[dict[str, Any]]) -> list[str]:
         return []
     return [
         f"{path}: {_plural(len(fewer), 'sample has', 'samples have')} fewer scored epochs "
-        "than others; "
-        "calipers' means weigh every scored epoch equally (those samples count less), while "
-        "inspect's headline weighs every sample equally (the mean of per-sample epoch means)"
+        "than others (an errored or unscored epoch); each sample still weighs the same in "
+        "calipers' means — the mean of its scored epochs — as in inspect's headline, but "
+        "those samples' means rest on fewer epochs"
     ]
 
 

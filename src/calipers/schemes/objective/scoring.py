@@ -8,9 +8,11 @@ Per sample (one row: run, task, sample_id, epoch):
     base     (w_obj · obj01 + w_judge · judge01) / (w_obj + w_judge_eff), w_judge_eff = 0 when
              judge01 is absent, so the objective alone decides
 
-Per task, over its samples and epochs: the mean of obj01 and of base, and the mean of each cost
-metric over the samples that report it. The cost adjustment compares a task's cost metrics with
-the baseline run's for the same task (DESIGN.md, from the method's reference code):
+Per task, over its samples: the mean of obj01 and of base, and the mean of each cost metric over
+the samples that report it — each sample's epochs averaged first, so every sample weighs the same
+however many epochs it was scored in (the estimand, docs/statistics.md). The cost adjustment
+compares a task's cost metrics with the baseline run's for the same task (DESIGN.md, from the
+method's reference code):
 
     cost_adj  = cost_weight · clamp(1 − mean_k(actual_k / ref_k), −1, 1)
                 over the metrics k both runs report among cost_usd, tokens (in + out),
@@ -86,7 +88,8 @@ class Weights:
 
 @dataclass
 class TaskSamples:
-    """One run's samples of one task, as arrays (one entry per sample and epoch)."""
+    """One run's samples of one task, as arrays: one entry per sample, its epochs averaged (a
+    metric over the epochs that report it; the judge over the judged epochs)."""
 
     objective: FloatArray
     judge: FloatArray  # judge01, meaningful where `has_judge`
@@ -94,6 +97,10 @@ class TaskSamples:
     base: FloatArray
     failed_judgments: int
     cost: dict[str, FloatArray]  # NaN where the sample does not report the metric
+    n_observations: int = 0  # sample × epoch rows behind the entries
+    # A task with one sample scored in several epochs keeps its epochs (uncollapsed): the
+    # bootstrap then has only the epochs' spread — how much a re-run moves the score — to draw on.
+    epochs: TaskSamples | None = None
 
     @property
     def n(self) -> int:
@@ -177,7 +184,7 @@ def score_task(
     return TaskScore(
         run=run,
         task=task,
-        n=mine.n,
+        n=mine.n_observations,
         objective=float(mine.objective.mean()),
         judge=float(judged.mean()) if judged.size else None,
         judged=int(judged.size),
@@ -225,6 +232,7 @@ def _where(row: tuple[Any, ...]) -> str:
 
 
 def _task_samples(rows: list[tuple[Any, ...]], weights: Weights, origin: str) -> TaskSamples:
+    """The rows (ordered by sample_id, epoch) scored, then each sample's epochs averaged."""
     n = len(rows)
     objective, judge, base = np.empty(n), np.zeros(n), np.empty(n)
     has_judge = np.zeros(n, dtype=bool)
@@ -250,7 +258,38 @@ def _task_samples(rows: list[tuple[Any, ...]], weights: Weights, origin: str) ->
         for metric, value in zip(COST_METRICS, row[9:], strict=True):
             if value is not None:
                 cost[metric][i] = float(value)
-    return TaskSamples(objective, judge, has_judge, base, failed, cost)
+    ids = [row[2] for row in rows]
+    codes = np.cumsum([True] + [a != b for a, b in zip(ids[1:], ids[:-1], strict=True)]) - 1
+    judged = np.bincount(codes, weights=has_judge.astype(np.float64)) > 0
+    epochs = None
+    if codes[-1] == 0 and n > 1:
+        epochs = TaskSamples(objective, judge, has_judge, base, failed, cost, n_observations=n)
+    return TaskSamples(
+        _per_sample(objective, codes),
+        np.where(judged, _per_sample(judge, codes, has_judge), 0.0),
+        judged,
+        _per_sample(base, codes),
+        failed,
+        {m: _per_sample(v, codes, ~np.isnan(v)) for m, v in cost.items()},
+        n_observations=n,
+        epochs=epochs,
+    )
+
+
+def _per_sample(
+    values: FloatArray,
+    codes: npt.NDArray[np.intp],
+    present: npt.NDArray[np.bool_] | None = None,
+) -> FloatArray:
+    """Each sample's mean over its epochs that are `present` (all by default; NaN when none
+    is). A non-finite value among them stays non-finite: the comparator reads it as a hard
+    regression."""
+    keep = np.ones(values.size, dtype=bool) if present is None else present
+    counts = np.bincount(codes, weights=keep.astype(np.float64))
+    with np.errstate(invalid="ignore"):
+        sums = np.bincount(codes[keep], weights=values[keep], minlength=counts.size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray(np.where(counts > 0, sums / np.maximum(counts, 1), np.nan))
 
 
 def _judge01(row: tuple[Any, ...], overall: list[list[float]], origin: str) -> float | None:

@@ -311,8 +311,10 @@ def net_gain_interval(
     seed: int,
 ) -> NetGainInterval | None:
     """Percentile bootstrap of the net gain over `tasks`: each run's samples of a task are drawn
-    with replacement (a task with one sample on a side keeps it); None when no task has several
-    samples on either side."""
+    with replacement, a sample with its epochs averaged (a task with one sample on a side draws
+    its epochs, or keeps it when it has one); None when nothing varies."""
+    baseline = {t: _drawn(baseline[t]) for t in tasks}
+    candidate = {t: _drawn(candidate[t]) for t in tasks}
     if not any(baseline[t].n > 1 or candidate[t].n > 1 for t in tasks):
         return None
     rng = np.random.default_rng(seed)
@@ -325,6 +327,11 @@ def net_gain_interval(
     alpha = 1 - confidence_level
     low, high = np.quantile(net, [alpha / 2, 1 - alpha / 2])
     return NetGainInterval(float(low), float(high), confidence_level, n_resamples, seed, net)
+
+
+def _drawn(samples: TaskSamples) -> TaskSamples:
+    """What the bootstrap draws from: the samples, or one sample's epochs."""
+    return samples.epochs if samples.n == 1 and samples.epochs is not None else samples
 
 
 def _resampled(

@@ -28,6 +28,7 @@ from calipers.errors import InputError
 from calipers.schemes.base import SchemeResult
 from calipers.schemes.rubric.definition import DIMENSIONS, Rubric, RubricRules, load_rubric
 from calipers.stats import mean_bootstrap
+from calipers.stats.estimate import sample_weights, weighted_mean
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -362,18 +363,21 @@ class RubricResult(SchemeResult):
 def summarize_runs(
     evaluations: list[Evaluation], *, confidence_level: float, n_resamples: int, seed: int
 ) -> dict[str, RunGrades]:
-    """Per run: mean final score with a bootstrap interval (a sample's epochs resampled together)
-    and how many evaluations got each grade."""
+    """Per run: mean final score — of per-sample epoch means, so every sample weighs the same —
+    with a bootstrap interval (a sample's epochs resampled together) and how many evaluations
+    got each grade."""
     out = {}
     for run in sorted({e.run for e in evaluations}):
         mine = [e for e in evaluations if e.run == run]
         finals = np.array([float(e.final) for e in mine])
         clusters = np.array([f"{e.task}\x1f{e.sample_id}" for e in mine])
+        weights = sample_weights(clusters)
         interval = None
         if len(set(clusters.tolist())) >= 2:
             boot = mean_bootstrap(
                 finals,
                 clusters=clusters,
+                weights=weights,
                 n_resamples=n_resamples,
                 confidence_level=confidence_level,
                 rng=seed,
@@ -382,7 +386,7 @@ def summarize_runs(
         grades = {g: 0 for _, g, _ in GRADES}
         for e in mine:
             grades[e.grade] += 1
-        out[run] = RunGrades(run, len(mine), float(finals.mean()), interval, grades)
+        out[run] = RunGrades(run, len(mine), weighted_mean(finals, weights), interval, grades)
     return out
 
 
