@@ -211,3 +211,34 @@ def test_compare_and_score_weigh_samples_equally(tmp_path: Path) -> None:
     wide = by_sample.pivot(index="sample_id", columns="run", values="q")
     (pair,) = compared["pairs"]
     assert pair["composite"]["estimate"] == pytest.approx((wide.cand - wide.base).mean(), abs=1e-12)
+
+
+def test_score_weights_weigh_samples_in_means_and_paired_differences(tmp_path: Path) -> None:
+    """score_weights (promptfoo's per-test metric weights) multiply the per-sample weight: the
+    run mean is Σ W·mean_s / Σ W; a pair weighs the mean of its two sides' W."""
+    rng = np.random.default_rng(4)
+    rows, weights = [], {}
+    for i in range(10):
+        weights[f"s{i}"] = {"base": float(1 + i % 3), "cand": float(1 + i % 3 + (i == 0))}
+        for run in ("base", "cand"):
+            for epoch in range(2 if i < 3 else 1):
+                rows.append({"run": run, "task": "t", "sample_id": f"s{i}", "epoch": epoch,
+                             "scores": {"q": float(rng.random())},
+                             "score_weights": {"q": weights[f"s{i}"][run]}})  # fmt: skip
+    path = write_jsonl(tmp_path / "w.jsonl", rows)
+    frame = pd.DataFrame([{**r, "q": r["scores"]["q"]} for r in rows])
+    means = frame.groupby(["run", "sample_id"])["q"].mean().unstack(0)
+    w = pd.DataFrame(weights).T
+    report = score_json([str(path), "--scheme", "metric", "--metric", "q"])
+    for run in ("base", "cand"):
+        expected = float((means[run] * w[run]).sum() / w[run].sum())
+        assert report["runs"][run]["composite"]["mean"] == pytest.approx(expected, abs=1e-12)
+    result = CliRunner().invoke(
+        cli,
+        ["compare", str(path), "--scheme", "metric", "--metric", "q", "--baseline", "base",
+         "--candidate", "cand", "--json", "-"],
+    )  # fmt: skip
+    (pair,) = json.loads(result.stdout)["pairs"]
+    pair_w = (w.base + w.cand) / 2
+    expected = float(((means.cand - means.base) * pair_w).sum() / pair_w.sum())
+    assert pair["composite"]["estimate"] == pytest.approx(expected, abs=1e-12)

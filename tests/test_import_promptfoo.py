@@ -340,15 +340,42 @@ def test_named_metrics_against_promptfoos_column_metrics() -> None:
                     assert metric not in row.get("scores", {})
                 else:
                     assert row["scores"][metric] == result["namedScores"][metric]
+                    assert row["score_weights"][metric] == weight
                     pairs.append((row["scores"][metric], weight))
             weighted = sum(v * w for v, w in pairs) / sum(w for _, w in pairs)
             assert weighted == pytest.approx(headline, abs=1e-12), (run, metric)
             found[(run, metric)] = (statistics.fmean(v for v, _ in pairs), headline)
     # tone: weight 0 in sky, 1 in hamlet, so the one counted test is promptfoo's number.
     assert found[("echo", "tone")] == (1.0, 1.0) and found[("lookup", "tone")] == (0.0, 0.0)
-    # accuracy weighs 4, 1, 1, 4, 2, 2 across the tests: the declared difference.
+    # accuracy weighs 4, 1, 1, 4, 2, 2 across the tests: a plain mean would be 1/6 and 0.55.
     assert found[("echo", "accuracy")] == pytest.approx((1 / 6, 4 / 14), abs=1e-12)
     assert found[("lookup", "accuracy")] == pytest.approx((0.55, 5 / 12), abs=1e-12)
+
+
+@pytest.mark.parametrize("path", [WEIGHTS, WEIGHTS_JSONL])
+def test_calipers_means_of_named_metrics_are_promptfoos_column_metrics(path: Path) -> None:
+    """`calipers score --scheme metric` weighs each test by its score_weights: every column
+    metric promptfoo displays (namedScores / namedScoreWeights, from the JSON's columns; the
+    JSON Lines hold the same eval) is calipers' mean, to 1e-12."""
+    from click.testing import CliRunner
+
+    from calipers.cli.main import cli
+
+    columns = raw(WEIGHTS)["results"]["prompts"]
+    checked = 0
+    for metric in ("accuracy", "tone"):
+        result = CliRunner().invoke(
+            cli, ["score", str(path), "--scheme", "metric", "--metric", metric, "--json", "-"]
+        )
+        assert result.exit_code == 0, result.output
+        runs = json.loads(result.stdout)["runs"]
+        for column in columns:
+            metrics = column["metrics"]
+            headline = metrics["namedScores"][metric] / metrics["namedScoreWeights"][metric]
+            got = runs[column["provider"]]["composite"]["mean"]
+            assert got == pytest.approx(headline, abs=1e-12), (column["provider"], metric)
+            checked += 1
+    assert checked == 4
 
 
 def test_promptfoo_json_lines_are_read_like_the_json(

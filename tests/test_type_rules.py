@@ -62,6 +62,7 @@ def _jsonl_cases() -> list[tuple[str, Any]]:
         for key in struct:
             cases += [(f"{name}[].{key}", v) for v in NESTED_VALUES]
     cases += [("scores", {"a": v}) for v in NESTED_VALUES]
+    cases += [("score_weights", {"a": v}) for v in [*NESTED_VALUES, 0, 0.0, -0.5, 1e-9, 3]]
     return cases
 
 

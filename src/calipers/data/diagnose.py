@@ -199,8 +199,9 @@ def _diagnose_parquet(path: Path, checker: RecordChecker) -> list[Problem]:
         return problems
     table = arrow_table(con.sql(f"SELECT * EXCLUDE (file_row_number) FROM {source}"))
     for i, rec in enumerate(table.to_pylist(), start=1):
-        if isinstance(rec.get("scores"), list):  # Arrow maps arrive as (key, value) pairs
-            rec["scores"] = dict(rec["scores"])
+        for name in ("scores", "score_weights"):
+            if isinstance(rec.get(name), list):  # Arrow maps arrive as (key, value) pairs
+                rec[name] = dict(rec[name])
         for p in checker.check(rec, i):
             problems.append(
                 Problem(

@@ -110,7 +110,7 @@ def from_json(f: Field) -> str:
             f"CASE WHEN {null} THEN NULL::{f.duckdb_type} WHEN {ok} THEN {value} "
             f"ELSE {wrong(f, 'not a list of objects of the right types')} END"
         )
-    if f.name == "scores":
+    if f.name in ("scores", "score_weights"):
         ok = (
             f"json_type({col}) = 'OBJECT' AND NOT coalesce(list_bool_or(list_transform("
             f"json_extract({col}, '$.*'), lambda s: json_type(s) NOT IN "

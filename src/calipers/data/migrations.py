@@ -78,6 +78,9 @@ _0007_GRADER_TOKENS_IN = "ALTER TABLE samples ADD COLUMN grader_tokens_in BIGINT
 _0007_GRADER_TOKENS_OUT = "ALTER TABLE samples ADD COLUMN grader_tokens_out BIGINT"
 _0007_GRADER_COST = "ALTER TABLE samples ADD COLUMN grader_cost_usd DOUBLE"
 
+# A sample's weight in the mean of each named score (promptfoo's assertion weights).
+_0008_SCORE_WEIGHTS = "ALTER TABLE samples ADD COLUMN score_weights MAP(VARCHAR, DOUBLE)"
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("0001_samples", (_0001_SAMPLES,)),
     ("0002_imports_log", (_0002_IMPORTS_LOG,)),
@@ -86,6 +89,7 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("0005_input_expected", (_0005_INPUT, _0005_EXPECTED)),
     ("0006_group", (_0006_GROUP,)),
     ("0007_grader_usage", (_0007_GRADER_TOKENS_IN, _0007_GRADER_TOKENS_OUT, _0007_GRADER_COST)),
+    ("0008_score_weights", (_0008_SCORE_WEIGHTS,)),
 )
 
 _BOOKKEEPING = (

@@ -296,6 +296,16 @@ FIELDS: tuple[Field, ...] = (
         "cost of the graders in US dollars",
         since="0007_grader_usage",
     ),
+    Field(
+        "score_weights",
+        "MAP(VARCHAR, DOUBLE)",
+        {"type": "object", "additionalProperties": {"type": "number", "exclusiveMinimum": 0}},
+        "the sample's weight in the mean of scores.NAME, per name (> 0; absent: 1), as a "
+        "harness weighs it — promptfoo weighs each test's named metric by its assertions' "
+        "weights",
+        flat=False,
+        since="0008_score_weights",
+    ),
 )
 
 FIELD_BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
@@ -314,7 +324,7 @@ def json_schema() -> dict[str, Any]:
         "$id": "https://calipers.dev/schemas/sample.schema.json",
         "title": "calipers sample",
         "description": "One observation of an evaluation; key (run, task, sample_id, epoch). "
-        "`run` may be omitted when given on the command line (--run); `epoch` defaults to 0.",
+        "`run` may be omitted when given on the command line (--as); `epoch` defaults to 0.",
         "type": "object",
         "required": ["task", "sample_id"],
         "properties": {f.name: f.json_schema() for f in FIELDS},

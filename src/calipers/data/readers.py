@@ -284,6 +284,42 @@ def keep_runs(
         con.execute(f"DELETE FROM {table} WHERE run NOT IN ({wanted})")
 
 
+def cross_file_duplicates(
+    con: duckdb.DuckDBPyConnection, staged: list[StagedFile]
+) -> list[Problem]:
+    """A problem for every sample key that two of the staged files hold (three shown per pair,
+    all counted): files read or imported together must not overlap."""
+    problems: list[Problem] = []
+    keys = ", ".join(KEY)
+    for i, a in enumerate(staged):
+        for b in staged[i + 1 :]:
+            shared = f"SELECT {keys} FROM {a.table} INTERSECT SELECT {keys} FROM {b.table}"
+            total = scalar(con, f"SELECT count(*) FROM ({shared})")
+            rows = con.execute(f"{shared} ORDER BY ALL LIMIT 3").fetchall()
+            if total > len(rows):  # every collision counted, three shown
+                problems.append(
+                    Problem(
+                        f"{total} sample keys are in both {a.path} and {b.path} (the first "
+                        f"{len(rows)} follow)",
+                        file=str(b.path),
+                        field="sample_id",
+                        expected="each key in one file of an import",
+                        got=f"{total} repeats",
+                    )
+                )
+            for row in rows:
+                problems.append(
+                    Problem(
+                        f"the sample key {tuple(row)} is in both {a.path} and {b.path}",
+                        file=str(b.path),
+                        field="sample_id",
+                        expected="each key in one file of an import",
+                        got="a repeat",
+                    )
+                )
+    return problems
+
+
 def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:
     return scalar(con, f"SELECT count(*) FROM {table}")
 
@@ -489,6 +525,10 @@ def _sql_violations(con: duckdb.DuckDBPyConnection, table: str) -> int:
     )
     conds.append("list_bool_or(list_transform(tools, lambda t: t.name IS NULL OR t.name = ''))")
     conds.append("list_bool_or(list_transform(map_values(scores), lambda v: isnan(v) OR isinf(v)))")
+    conds.append(
+        "list_bool_or(list_transform(map_values(score_weights), "
+        "lambda v: v IS NULL OR isnan(v) OR isinf(v) OR v <= 0))"
+    )
     where = " OR ".join(f"coalesce({c}, false)" for c in conds[len(KEY) :])
     where = " OR ".join(f"({c})" for c in conds[: len(KEY)]) + " OR " + where
     bad = scalar(con, f"SELECT count(*) FROM {table} WHERE {where}")

@@ -124,8 +124,8 @@ class RecordChecker:
         if name in _NESTED:
             yield from self._check_list(name, _NESTED[name], value, line)
             return
-        if name == "scores":
-            yield from self._check_scores(value, line)
+        if name in ("scores", "score_weights"):
+            yield from self._check_scores(value, line, name)
             return
         if not _type_ok(kind, value):
             yield self.problem(
@@ -157,23 +157,33 @@ class RecordChecker:
                 got=describe(value),
             )
 
-    def _check_scores(self, value: Any, line: int) -> Iterator[Problem]:
+    def _check_scores(self, value: Any, line: int, name: str = "scores") -> Iterator[Problem]:
+        """`scores` (name → number or null) and `score_weights` (name → number > 0)."""
         if value is None:
             return
         if not isinstance(value, dict):
             yield self.problem(
                 line,
-                "scores",
+                name,
                 "wrong type",
                 expected="an object of name → number",
                 got=describe(value),
             )
             return
+        weights = name == "score_weights"
         for key, v in value.items():
-            where = f"scores.{key}"
-            if v is None:
+            where = f"{name}.{key}"
+            if v is None and not weights:
                 continue
-            if not _is_number(v):
+            if weights and _is_number(v) and math.isfinite(v) and v <= 0:
+                yield self.problem(
+                    line,
+                    where,
+                    "a weight must be > 0",
+                    expected="a number > 0 (leave a sample out of a mean by leaving out its score)",
+                    got=describe(v),
+                )
+            elif not _is_number(v):
                 yield self.problem(line, where, "wrong type", expected="a number", got=describe(v))
             elif not math.isfinite(v):
                 yield self.problem(

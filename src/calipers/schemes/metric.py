@@ -49,21 +49,34 @@ def stage_metric(samples: SampleSet, runs: list[str], *, metric: str | None) -> 
             parameters=["metric"],
         )
     expr = "correct" if metric == "correct" else f"scores[{sql_literal(metric)}]"
-    rows = stage_rows(samples, runs, {"value": f"({expr})::DOUBLE"})
+    expressions = {"value": f"({expr})::DOUBLE"}
+    query = samples.con.execute(f"SELECT * FROM {samples.relation} LIMIT 0")
+    columns = [d[0] for d in query.description]
+    if metric != "correct" and "score_weights" in columns:  # a store before 0008 has none
+        expressions["weight"] = f"coalesce(score_weights[{sql_literal(metric)}], 1.0)::DOUBLE"
+    rows = stage_rows(samples, runs, expressions)
     value = as_floats(rows.columns["value"])
+    weight = as_floats(rows.columns["weight"]) if "weight" in rows.columns else None
+    if weight is not None and np.all(weight == 1.0):
+        weight = None
     if not np.isfinite(value).any():
         raise InputError(
             f"no sample in {samples.origin} has the metric '{metric}'",
             hint=f"Metrics there: {', '.join(available_metrics(samples)) or 'none'}.",
         )
     return StagedScores(
-        runs=rows.run_arrays({"value": value}),
+        runs=rows.run_arrays({"value": value}, weight=weight),
         tasks=rows.tasks,
         components=("value",),
         combine=_value,
         raw_combine=_value,
         gated=False,
-        notes=[f"metric: {metric}"],
+        notes=[f"metric: {metric}"]
+        + (
+            [f"{metric}: each sample weighted by its score_weights (absent: 1)"]
+            if weight is not None
+            else []
+        ),
     )
 
 

@@ -205,6 +205,14 @@ def compare_pair(
         )
     units = cluster_labels(c_run, ic, cluster)
     samples = c_run.sid[ic]
+    # A pair weighs the mean of its two samples' weights (the same in both runs, as a
+    # harness's weights belong to the test, not to the system).
+    pair_weight = None
+    if c_run.weight is not None or t_run.weight is not None:
+        ones = np.ones(n_rows)
+        c_w = c_run.weight[ic] if c_run.weight is not None else ones
+        t_w = t_run.weight[it] if t_run.weight is not None else ones
+        pair_weight = (c_w + t_w) / 2.0
     c_vals = {n: c_run.values[n][ic] for n in comps}
     t_vals = {n: t_run.values[n][it] for n in comps}
     # Like with like: each pair's composite is made from the layers present on BOTH sides, so a
@@ -216,7 +224,7 @@ def compare_pair(
 
     def difference(c: FloatArray, t: FloatArray) -> Difference:
         return paired_difference(
-            c, t, units, samples=samples, confidence_level=confidence_level,
+            c, t, units, samples=samples, weight=pair_weight, confidence_level=confidence_level,
             n_resamples=n_resamples, seed=seed, method=interval,
         )  # fmt: skip
 
@@ -252,9 +260,11 @@ def compare_pair(
         )
         tasks = {name: t.to_dict() for name, t in tested.items()}
     else:
-        tasks = _task_table(task_code, staged.tasks, composite_c, composite_t, samples)
-    mde = detectable_difference(composite, composite_c, composite_t, units, alpha, samples)
-    tests = paired_tests(composite, composite_c, composite_t, units, samples)
+        tasks = _task_table(task_code, staged.tasks, composite_c, composite_t, samples, pair_weight)
+    mde = detectable_difference(
+        composite, composite_c, composite_t, units, alpha, samples, pair_weight
+    )
+    tests = paired_tests(composite, composite_c, composite_t, units, samples, pair_weight)
     return PairedComparison(
         control=control,
         treatment=treatment,
@@ -277,8 +287,24 @@ def compare_pair(
     )
 
 
+def pair_weights(
+    samples: IntArray | None, weight: FloatArray | None, rows: npt.NDArray[np.bool_]
+) -> FloatArray | None:
+    """The weights of `rows` in a mean of pairs: each sample weighs the same (its epochs
+    averaged), times the pair's weight; None without samples (every row weighs 1)."""
+    if samples is None:
+        return None
+    w = sample_weights(samples[rows])
+    return w if weight is None else w * weight[rows]
+
+
 def paired_tests(
-    composite: Difference, c: FloatArray, t: FloatArray, units: IntArray, samples: IntArray
+    composite: Difference,
+    c: FloatArray,
+    t: FloatArray,
+    units: IntArray,
+    samples: IntArray,
+    weight: FloatArray | None = None,
 ) -> dict[str, Any]:
     """The exact and analytic tests of the composite difference, each under its own name, and
     which of them (with the interval) decides significance."""
@@ -289,7 +315,7 @@ def paired_tests(
     out: dict[str, Any] = {"decided_by": _decided_by(composite)}
     if not d.size:
         return out
-    w = sample_weights(samples[both])
+    w = pair_weights(samples, weight, both)
     unit_d = cluster_means(d, codes, w)
     binary = bool(np.all((cb == 0) | (cb == 1)) and np.all((tb == 0) | (tb == 1)))
     if binary and unit_d.size == d.size:
@@ -329,6 +355,7 @@ def paired_difference(
     units: IntArray,
     *,
     samples: IntArray | None = None,
+    weight: FloatArray | None = None,
     confidence_level: float,
     n_resamples: int,
     seed: int,
@@ -344,7 +371,7 @@ def paired_difference(
         return Difference(None, 0, None, refusal="no pair has this quantity on both sides")
     cb, tb = c[both], t[both]
     d = tb - cb
-    w = sample_weights(samples[both]) if samples is not None else None
+    w = pair_weights(samples, weight, both)
     c_mean, t_mean = weighted_mean(cb, w), weighted_mean(tb, w)
     codes = dense_codes(groups)
     unit_d = cluster_means(d, codes, w)
@@ -375,6 +402,7 @@ def detectable_difference(
     units: IntArray,
     alpha: float,
     samples: IntArray | None = None,
+    weight: FloatArray | None = None,
 ) -> float | None:
     """The MDE at 80% power: from the interval's standard error (noncentral t on its df); for
     paired 0/1 outcomes also from the exact McNemar test the verdict requires, whichever is
@@ -389,7 +417,7 @@ def detectable_difference(
     mde = _binary_detectable(t[both] - c[both], d.interval)
     if d.interval.n_units < d.interval.n_observations:
         return mde  # with clusters the score interval alone decides (Korn–Graubard df)
-    w = sample_weights(samples[both]) if samples is not None else None
+    w = pair_weights(samples, weight, both)
     unit_d = cluster_means(t[both] - c[both], dense_codes(units[both]), w)
     moved = unit_d[unit_d != 0]
     step = float(np.mean(np.abs(moved))) if moved.size else 1.0
@@ -491,8 +519,8 @@ def _gate_evidence(
     for name in names:
         c, t = c_run.values[name], t_run.values[name]
         c_keep, t_keep = np.isfinite(c), np.isfinite(t)
-        c_mean = weighted_mean(c[c_keep], sample_weights(c_run.sid[c_keep]))
-        t_w = sample_weights(t_run.sid[t_keep])
+        c_mean = weighted_mean(c[c_keep], c_run.weights(c_keep))
+        t_w = t_run.weights(t_keep)
         t_mean = weighted_mean(t[t_keep], t_w) if t_keep.any() else None
         high = None
         if t_keep.any():
@@ -570,14 +598,16 @@ def _task_table(
     composite_c: FloatArray,
     composite_t: FloatArray,
     samples: IntArray,
+    weight: FloatArray | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Each task's means over the pairs both sides have (of per-sample epoch means)."""
     codes = task_code
     both = np.isfinite(composite_c) & np.isfinite(composite_t)
     k = len(names)
-    w = sample_weights(samples[both])
+    w = pair_weights(samples, weight, both)
+    assert w is not None
     n = np.bincount(codes[both], minlength=k)
-    weight = np.bincount(codes[both], weights=w, minlength=k)
+    total = np.bincount(codes[both], weights=w, minlength=k)
     c_sum = np.bincount(codes[both], weights=w * composite_c[both], minlength=k)
     t_sum = np.bincount(codes[both], weights=w * composite_t[both], minlength=k)
     present = np.bincount(codes, minlength=k) > 0
@@ -587,7 +617,7 @@ def _task_table(
         if n[code] == 0:
             table[name] = {"control": None, "treatment": None, "diff": None, "n": 0}
             continue
-        c_mean, t_mean = c_sum[code] / weight[code], t_sum[code] / weight[code]
+        c_mean, t_mean = c_sum[code] / total[code], t_sum[code] / total[code]
         table[name] = {
             "control": float(c_mean),
             "treatment": float(t_mean),

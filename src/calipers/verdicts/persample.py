@@ -52,6 +52,15 @@ class RunArrays:
     judges: dict[str, FloatArray]
     human: FloatArray | None
     group: npt.NDArray[np.int64] | None = None  # group code per row (shared by the runs), if any
+    # Each sample's weight in the mean (`score_weights` of the metric: promptfoo's assertion
+    # weights); None: every sample weighs 1.
+    weight: FloatArray | None = None
+
+    def weights(self, rows: npt.NDArray[Any]) -> FloatArray:
+        """The weights of `rows` (a mask or indices) in a mean: 1/(the sample's rows among them)
+        — each sample weighs the same however many epochs it has — times its weight."""
+        w = sample_weights(self.sid[rows])
+        return w if self.weight is None else w * self.weight[rows]
 
 
 @dataclass
@@ -96,6 +105,7 @@ class StagedRows:
         values: Mapping[str, FloatArray],
         judges: Mapping[str, FloatArray] | None = None,
         human: FloatArray | None = None,
+        weight: FloatArray | None = None,
     ) -> dict[str, RunArrays]:
         """Split whole-table arrays (in the rows' order) into one RunArrays per run."""
         out = {}
@@ -112,6 +122,7 @@ class StagedRows:
                 judges={k: v[span] for k, v in (judges or {}).items()},
                 human=human[span] if human is not None else None,
                 group=self.columns["group_code"][span] if "group_code" in self.columns else None,
+                weight=weight[span] if weight is not None else None,
             )
         return out
 
@@ -296,7 +307,7 @@ def summarize_run(
 
     def component(values: FloatArray, units: npt.NDArray[np.int64] | None) -> ComponentSummary:
         return _component(
-            values, arrays.sid, units, confidence_level=confidence_level,
+            values, arrays, units, confidence_level=confidence_level,
             n_resamples=n_resamples, seed=seed, method=interval,
         )  # fmt: skip
 
@@ -338,7 +349,7 @@ def _task_means(
     k = len(arrays.tasks)
     present = np.bincount(arrays.task_code, minlength=k) > 0
     codes = arrays.task_code[keep]
-    w = sample_weights(arrays.sid[keep])
+    w = arrays.weights(keep)
     n = np.bincount(codes, minlength=k)
     weight = np.bincount(codes, weights=w, minlength=k)
     sums = np.bincount(codes, weights=w * composite[keep], minlength=k)
@@ -350,7 +361,7 @@ def _task_means(
 
 def _component(
     values: FloatArray,
-    samples: npt.NDArray[np.int64],
+    arrays: RunArrays,
     clusters: npt.NDArray[np.int64] | None,
     *,
     confidence_level: float,
@@ -366,7 +377,7 @@ def _component(
     if n == 0:
         return ComponentSummary(None, 0, None)
     x = values[keep]
-    w = sample_weights(samples[keep])
+    w = arrays.weights(keep)
     mean = weighted_mean(x, w)
     if clusters is None:
         return ComponentSummary(mean, n, None)

@@ -11,9 +11,9 @@ numbers as new testIdx values) become epochs 0, 1, … in testIdx order.
 
 `correct` is promptfoo's success, `scores` its weighted score and named metrics (per test, as
 promptfoo normalised them; a metric whose assertions in a test all weigh 0 is left out, promptfoo's
-0 there is no measurement). promptfoo's per-column metric weights each test by its metric weight,
-calipers' mean does not: the same only when every test gives the metric the same weight (see
-docs/importers.md, promptfoo, "Declared differences"). A provider error
+0 there is no measurement). `score_weights` holds each named metric's weight in the test (the sum
+of its assertions' weights, promptfoo's namedScoreWeights): promptfoo's per-column metric weighs
+each test by it, and so does calipers' mean of that metric. A provider error
 (failureReason 2) has `error` and neither, and its assertions are failed "not evaluated" as
 calipers' own runs record them. Assertions are the top-level ones promptfoo scored (an assert-set
 is one `custom` assertion); weight 0 ones are left out (calipers weights are > 0). Cost, tokens and
@@ -257,8 +257,14 @@ def _row(result: dict[str, Any], run: str, task: str, sample: str, epoch: int) -
         named = _named_scores(result)
         scores = {"score": result.get("score"), **{k: v for k, v in named.items() if k != "score"}}
         row["scores"] = {k: float(v) for k, v in scores.items() if _number(v)}
+        weights = _dict(_dict(result, "gradingResult"), "namedScoreWeights")
+        row["score_weights"] = {
+            k: float(weights[k])
+            for k in named
+            if k != "score" and k in row["scores"] and _number(weights.get(k))
+        }
         row["assertions"] = _graded(_dict(result, "gradingResult").get("componentResults") or [])
-    for field in ("scores", "assertions"):
+    for field in ("scores", "score_weights", "assertions"):
         if not row.get(field):
             row.pop(field, None)
     return row
