@@ -1,41 +1,55 @@
 # The two commands of the quick start: `make demo` and `make test`.
+# `make demo` installs what calipers needs at run time; `make test` adds the dev tools (ruff, mypy,
+# pytest, and what the tests compare against: Ray, Playwright, scikit-learn, kelvin…). Each has its
+# own stamp in .venv, so either can come first and the other then installs only what it adds.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# the stamps: `pip install -e .`, and `pip install -e '.[dev]'` (which includes the runtime set)
+RUNTIME := $(VENV)/.installed-runtime
+DEV := $(VENV)/.installed-dev
 
 .PHONY: demo test lint typecheck bench calibrate clean
 
-$(STAMP): pyproject.toml
+$(VENV)/pyvenv.cfg:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
-	touch $(STAMP)
 
-demo: $(STAMP)
+# --no-compile: Python compiles a module when it is first imported, so only what runs is compiled
+# (compiling every installed package up front was most of the install's time).
+$(RUNTIME): pyproject.toml | $(VENV)/pyvenv.cfg
+	$(BIN)/pip install --quiet --no-compile -e .
+	touch $(RUNTIME)
+
+$(DEV): pyproject.toml | $(VENV)/pyvenv.cfg
+	$(BIN)/pip install --quiet --no-compile -e '.[dev]'
+	touch $(DEV) $(RUNTIME)
+
+demo: $(RUNTIME)
 	$(BIN)/calipers demo
 
-lint: $(STAMP)
+lint: $(DEV)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/lint-imports  # the layer order and no import cycle (pyproject [tool.importlinter])
 
-typecheck: $(STAMP)
+typecheck: $(DEV)
 	$(BIN)/mypy
 
 test: lint typecheck
 	$(BIN)/pytest -q
 
-bench: $(STAMP)
+bench: $(DEV)
 	$(BIN)/python benchmarks/bench_bootstrap.py
 	test -f benchmarks/data/samples_1m.jsonl || $(BIN)/python benchmarks/gen_samples.py
 	$(BIN)/python benchmarks/bench_import.py
 
 # The calibration harness: the full grid of simulated experiments against known truth (≤ 20 min on
 # 2 cores), written to docs/calibration.md and benchmarks/results/calibration.json.
-calibrate: $(STAMP)
+calibrate: $(DEV)
 	$(BIN)/python -m calipers.calibration --full --jobs 2 --out docs/calibration.md \
 		--json benchmarks/results/calibration.json
 
+# tour/: what the README's tour writes
 clean:
-	rm -rf $(VENV) .calipers .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .calipers tour .pytest_cache .mypy_cache .ruff_cache

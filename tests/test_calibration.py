@@ -39,8 +39,8 @@ def test_the_reduced_grid_meets_every_target() -> None:
 def test_the_grids_cover_the_design() -> None:
     cells = full_grid()
     ids = [c.id for c in cells]
-    # 117 + 8 unequal-epoch cells + 7 margin cells + 9 planner cells
-    assert len(ids) == len(set(ids)) == 141
+    # 117 + 8 unequal-epoch cells + 4 repeats cells + 7 margin cells + 9 planner cells
+    assert len(ids) == len(set(ids)) == 145
     assert {c.interval for c in cells} == {"auto", "percentile", "bca"}  # the overrides too
     assert {c.id for c in reduced_grid()} <= set(ids)
     assert all(c.n % 5 == 0 for c in cells if c.grouped)  # whole groups of 5

@@ -33,6 +33,25 @@ def test_example_data_is_what_the_spec_says(tmp_path: Path) -> None:
     example = load_example()
     shipped = [json.loads(line) for line in example.DATA.read_text().splitlines()]
     assert shipped == example.samples()
+    shipped = [json.loads(line) for line in example.GROUPS_DATA.read_text().splitlines()]
+    assert shipped == example.samples(example.GROUPS)
+
+
+def test_doc_grouped_leaderboard_is_what_the_code_prints(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    text = DOC.read_text()
+    block = text.split("<!-- groups:begin -->\n```text\n", 1)[1].split("```\n<!-- groups:end", 1)[0]
+    example = load_example()
+    assert block == example.groups()
+    # the CLI prints the same tables, and its JSON has the groups the doc describes
+    assert main(["leaderboard", str(example.GROUPS_DATA), "--json", "-"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [(g["ranking"], g["ranked"]) for g in report["groups"]] == [
+        (["small", "large"], True),
+        (["fast"], False),
+        (["fixture"], False),
+    ]
 
 
 def test_cli_json_report_has_the_documented_fields(capsys: pytest.CaptureFixture[str]) -> None:
@@ -40,7 +59,8 @@ def test_cli_json_report_has_the_documented_fields(capsys: pytest.CaptureFixture
     assert main(["score", str(data), "--scheme", "reasonscore", "--json", "-"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["schema_version"] == "1" and report["parameters"] == {"z": 1.96}
-    assert report["ranking"] == ["beta", "alpha"]
+    assert [g["ranking"] for g in report["groups"]] == [["beta", "alpha"]]
+    assert report["tier_order"] == ["easy", "hard"] and report["tier_order_rule"] == "vocabulary"
     run = report["runs"]["alpha"]
     assert set(run) >= {"tiers", "score_per_token", "avg_score", "avg_tokens"}
     tier = run["tiers"]["hard"]
@@ -77,7 +97,7 @@ def test_leaderboard_and_file_output(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["leaderboard", str(data), "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     assert printed.index("beta") < printed.index("alpha")
-    assert json.loads(out.read_text())["ranking"] == ["beta", "alpha"]
+    assert json.loads(out.read_text())["groups"][0]["ranking"] == ["beta", "alpha"]
     assert main(["leaderboard", str(data), "--scheme", "rubric"]) == 1
 
 

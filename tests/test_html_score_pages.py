@@ -50,7 +50,7 @@ def test_leaderboard_page_ranks_and_marks_the_pareto_frontier(
     assert_clean(loaded, html)
     rows = loaded.page.locator("#leaderboard tr").all_inner_texts()[1:]
     names = [row.split("\t")[1].removesuffix(" ◆") for row in rows]
-    assert names == report["ranking"]
+    assert [g["ranking"] for g in report["groups"]] == [names]  # one group: every run shares all
     marked = [n for n, row in zip(names, rows, strict=True) if "◆" in row]
     runs = report["runs"]
     dominated = {
@@ -66,6 +66,37 @@ def test_leaderboard_page_ranks_and_marks_the_pareto_frontier(
     assert HOSTILE[0] in loaded.page.inner_text("#leaderboard")
     tiers = loaded.page.locator("#leaderboard th").all_inner_texts()[2:5]
     assert tiers == ["easy", "medium", "hard"]
+
+
+def test_leaderboard_page_has_one_table_per_group_of_comparable_runs(
+    chromium: Any, reasonscore_file: Path, tmp_path: Path
+) -> None:
+    """A run with fewer tiers and tasks (a hostile name, 2 tokens an answer) is its own group:
+    shown unranked in its own table, never ranked with the runs that have every tier and task."""
+    lone = [
+        {"run": HOSTILE[2], "task": HOSTILE[1], "tier": "easy", "point": "p", "sample_id": str(i),
+         "correct": True, "guess_chance": 0.0, "tokens_out": 2}
+        for i in range(4)
+    ]  # fmt: skip
+    data = tmp_path / "mixed.jsonl"
+    data.write_text(reasonscore_file.read_text() + "".join(json.dumps(r) + "\n" for r in lone))
+    html, report_path = tmp_path / "lb.html", tmp_path / "lb.json"
+    code = main(["leaderboard", str(data), "--html", str(html), "--json", str(report_path), "-q"])
+    assert code == 0
+    report = json.loads(report_path.read_text())
+    loaded = open_page(chromium, html)
+    assert_clean(loaded, html)
+    assert loaded.page.locator("table.leaderboard").count() == len(report["groups"]) == 2
+    for selector, group in zip(("#leaderboard", "#leaderboard-2"), report["groups"], strict=True):
+        rows = loaded.page.locator(f"{selector} tr").all_inner_texts()[1:]
+        assert [row.split("\t")[1].removesuffix(" ◆") for row in rows] == group["ranking"]
+        ranks = [row.split("\t")[0] for row in rows]
+        assert ranks == ([str(i) for i in range(1, len(rows) + 1)] if group["ranked"] else ["—"])
+        headers = loaded.page.locator(f"{selector} th").all_inner_texts()
+        assert headers[2 : 2 + len(group["tiers"])] == group["tiers"]
+    assert report["groups"][1]["ranking"] == [HOSTILE[2]]
+    text = loaded.page.inner_text("#reasonscore")
+    assert f"{HOSTILE[2]} is the only run with tier easy × 1 task: {HOSTILE[1]}" in text
 
 
 def test_rubric_page_shows_breakdowns_grades_and_history(chromium: Any, tmp_path: Path) -> None:

@@ -1,7 +1,9 @@
 """The worked example of docs/reasonscore.md.
 
-    python docs/examples/reasonscore_example.py write    # writes reasonscore.jsonl from SPEC
+    python docs/examples/reasonscore_example.py write    # writes reasonscore.jsonl from SPEC and
+                                                         # reasonscore_groups.jsonl from GROUPS
     python docs/examples/reasonscore_example.py render   # prints the doc's tables, from the code
+    python docs/examples/reasonscore_example.py groups   # prints the doc's grouped leaderboard
 
 tests/test_docs_reasonscore.py checks that the doc shows exactly what `render` prints.
 """
@@ -14,6 +16,7 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 DATA = HERE / "reasonscore.jsonl"
+GROUPS_DATA = HERE / "reasonscore_groups.jsonl"
 GUESS = {"boolean": 0.5, "dates": 0.25, "sort": 0.0}
 # (run, tier, task, point) → (samples, correct, truncated, output tokens per sample)
 SPEC: dict[tuple[str, str, str, str], tuple[int, int, int, int]] = {
@@ -44,9 +47,32 @@ SPEC: dict[tuple[str, str, str, str], tuple[int, int, int, int]] = {
 }
 
 
-def samples() -> list[dict[str, object]]:
+# Runs that do not all cover the same (tier, task) pairs: `large` and `small` have three tiers of
+# the three tasks, `fast` has no medium tier, `fixture` is a 4-sample smoke test answering in 2
+# tokens. Per (run, tier), every task: (samples, correct, truncated, output tokens per sample).
+GROUP_RUNS: dict[tuple[str, str, str], tuple[int, int, int, int]] = {
+    ("large", "easy", "len=8"): (16, 15, 0, 900),
+    ("large", "medium", "len=16"): (16, 12, 0, 1400),
+    ("large", "hard", "len=32"): (16, 7, 0, 2200),
+    ("small", "easy", "len=8"): (16, 13, 0, 300),
+    ("small", "medium", "len=16"): (16, 8, 0, 500),
+    ("small", "hard", "len=32"): (16, 3, 0, 700),
+    ("fast", "easy", "len=8"): (16, 14, 0, 150),
+    ("fast", "hard", "len=32"): (16, 6, 0, 150),
+}
+GROUPS = {
+    (run, tier, task, point): counts
+    for (run, tier, point), counts in GROUP_RUNS.items()
+    for task in GUESS
+}
+GROUPS[("fixture", "easy", "sort", "len=8")] = (4, 4, 0, 2)
+
+
+def samples(
+    spec: dict[tuple[str, str, str, str], tuple[int, int, int, int]] | None = None,
+) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
-    for (run, tier, task, point), (n, correct, truncated, tokens) in SPEC.items():
+    for (run, tier, task, point), (n, correct, truncated, tokens) in (spec or SPEC).items():
         for i in range(n):
             # the last `truncated` samples hit the context limit and are wrong
             is_truncated = i >= n - truncated
@@ -67,9 +93,25 @@ def samples() -> list[dict[str, object]]:
 
 
 def write() -> None:
-    with DATA.open("w", encoding="utf-8") as fh:
-        for row in samples():
-            fh.write(json.dumps(row) + "\n")
+    for path, spec in ((DATA, SPEC), (GROUPS_DATA, GROUPS)):
+        with path.open("w", encoding="utf-8") as fh:
+            for row in samples(spec):
+                fh.write(json.dumps(row) + "\n")
+
+
+def groups() -> str:
+    """`calipers leaderboard docs/examples/reasonscore_groups.jsonl` as the terminal shows it."""
+    import io
+
+    from rich.console import Console
+
+    import calipers
+    from calipers.schemes import get_scheme
+
+    out = io.StringIO()
+    console = Console(file=out, width=100, color_system=None, force_terminal=False)
+    get_scheme("reasonscore").terminal(calipers.score(GROUPS_DATA, "reasonscore"), console)
+    return "\n".join(line.rstrip() for line in out.getvalue().splitlines()) + "\n"
 
 
 def render() -> str:
@@ -128,5 +170,7 @@ if __name__ == "__main__":
         write()
     elif sys.argv[1:] == ["render"]:
         sys.stdout.write(render())
+    elif sys.argv[1:] == ["groups"]:
+        sys.stdout.write(groups())
     else:
         sys.exit(__doc__)

@@ -58,7 +58,8 @@ def open(
     """Samples from wherever they are, ready for `score` and `compare`.
 
     `source` is a file (JSON Lines, CSV, Parquet, or another tool's output, read by content and
-    validated, not imported), a pandas or polars DataFrame, a pyarrow Table, or a list of dicts
+    validated, not imported) or a list of files (read together: a sample key in two of them is
+    an error, as in one import), a pandas or polars DataFrame, a pyarrow Table, or a list of dicts
     (one per sample, fields as in `calipers schema`); None opens the store at `db` (default
     .calipers/calipers.duckdb) read-only. `runs` keeps only those runs (as `--run`, a name or
     several); `rename` names the run of every sample read from `source` (as `--as`), before
@@ -70,8 +71,8 @@ def open(
     if source is not None and db is not None:
         raise InputError("give either `source` or `db`, not both", parameters=["source", "db"])
     picked = [runs] if isinstance(runs, str) else list(runs or [])
-    if source is None or isinstance(source, str | Path):
-        where = None if source is None else Path(source)
+    where = _paths(source)
+    if source is None or where is not None:
         given = map if isinstance(map, str | None) else ",".join(f"{f}={c}" for f, c in map.items())
         samples = open_samples(
             where, db=db, runs=picked, rename=rename, format=format, mapping=parse_map(given)
@@ -81,6 +82,15 @@ def open(
     if picked:
         samples = _only_runs(samples, picked)
     return _as_samples(samples)
+
+
+def _paths(source: Any) -> Path | list[Path] | None:
+    """The file, or the files, `source` names (None when it is data, or nothing)."""
+    if isinstance(source, str | Path):
+        return Path(source)
+    if isinstance(source, list | tuple) and all(isinstance(s, str | Path) for s in source):
+        return [Path(s) for s in source] if source else None
+    return None
 
 
 def _as_samples(samples: SampleSet) -> Samples:

@@ -37,6 +37,7 @@ class Targets:
     detection: float = 0.75
     false_margin: float = 0.05  # α: a false "inferior", a false "non-inferior"
     plan_tolerance: float = 0.03  # the planned n's power within ± this of the promise
+    bias: float = 0.005  # |mean error| of the estimates that must be unbiased (pass@k, pass^k)
     allowance: float = 0.0  # Monte Carlo standard errors of slack (see the module docstring)
 
 
@@ -112,9 +113,25 @@ class CellReport:
         }
 
 
+def _bias_figures(phase: Phase, targets: Targets) -> dict[str, Figure]:
+    """The mean error of estimates that must be unbiased (pass@k, pass^k): within ±
+    `targets.bias` of 0, beyond which it misses only by more than 2 Monte Carlo standard errors
+    (the estimators are exactly unbiased; a few hundred reps cannot pin a mean to ±0.005)."""
+    out = {}
+    for name, (total, squares, n) in phase.bias.items():
+        if n < 2:
+            continue
+        mean = total / n
+        se = math.sqrt(max(squares / n - mean * mean, 0.0) / (n - 1))
+        key = f"bias {phase.name}: {name}"
+        figure = Figure(key, mean, int(n), se, 0.0, "near", targets.bias + 2.0 * se)
+        out[key] = figure
+    return out
+
+
 def _interval_figures(phase: Phase, targets: Targets) -> dict[str, Figure]:
     """Figures of the paired difference, per phase (each phase has its own true difference)."""
-    out = {}
+    out = _bias_figures(phase, targets)
     for name, tally in phase.intervals.items():
         if name.startswith("run "):
             continue

@@ -22,9 +22,10 @@ from calipers.schemes.robustness.scoring import (
     case_interval,
 )
 from calipers.stats import z_from_confidence
+from calipers.stats.repeats import summarize_repeats
 from calipers.verdicts.compare import compare_staged
 from calipers.verdicts.gates import DEFAULT_THRESHOLD
-from calipers.verdicts.persample import StagedScores, summarize_run
+from calipers.verdicts.persample import RunArrays, StagedScores, summarize_run
 
 # Passed only to an engine whose `trivial_diff` is required (it was 0.1, on every scale).
 LEGACY_TRIVIAL_DIFF = 0.1
@@ -168,6 +169,22 @@ def summarize(
     if interval is None:
         return Interval(composite.mean, None, None)
     return Interval(composite.mean, float(interval.low), float(interval.high))
+
+
+def repeats(
+    arrays: RunArrays, *, ks: list[int], confidence_level: float
+) -> dict[tuple[str, int], Interval]:
+    """pass@k and pass^k of one run's 0/1 values (`summarize_repeats`), by (kind, k)."""
+    found = summarize_repeats(
+        arrays.values["value"], arrays.sid, ks=ks, confidence_level=confidence_level
+    )
+    out = {}
+    for kind, estimates in found.estimates.items():
+        for e in estimates:
+            low = None if e.interval is None else float(e.interval.low)
+            high = None if e.interval is None else float(e.interval.high)
+            out[(kind, e.k)] = Interval(e.estimate, low, high)
+    return out
 
 
 def robustness_interval(

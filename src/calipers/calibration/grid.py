@@ -22,6 +22,9 @@ BOOTSTRAP_NS = (200,)  # refused below 200 units, and on 0/1 outcomes
 DROPPED_EPOCHS = 0.3
 DROPPED_KINDS = ("binary-p0.70", "judge", "continuous", "layered")
 DROPPED_NS = (20, 200)
+# pass@k and pass^k are measured on every pass/fail cell with epochs; these add k up to 5.
+REPEATS_CELLS = (("binary-p0.70", 20, 5), ("binary-p0.70", 200, 5), ("binary-p0.98", 50, 5),
+                 ("binary-p0.02", 50, 5))  # fmt: skip
 RARE_DIFF = 0.02  # the rare-discordance cells also run an alternative at this true difference
 # Non-inferiority: (kind, n, epochs, grouped, margin on the kind's scale)
 MARGIN_CELLS = (
@@ -136,6 +139,7 @@ def full_grid() -> list[Cell]:
     cells += [
         Cell(k, n, 3, dropped_epochs=DROPPED_EPOCHS) for k in DROPPED_KINDS for n in DROPPED_NS
     ]
+    cells += [Cell(k, n, e) for k, n, e in REPEATS_CELLS]
     # The bootstrap overrides, where they are offered (≥ 200 units, not on 0/1 outcomes).
     cells += [
         Cell(kind, n, 1, interval=method)

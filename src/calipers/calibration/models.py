@@ -259,6 +259,17 @@ RARE_MEAN, RARE_TREATED, RARE_SCALE = 0.95, 0.97, 2.5
 
 
 @cache
+def pass_truth(m: Model, kind: str, k: int, shift: float = 0.0) -> float | None:
+    """The population pass@k (1 − (1 − p)^k) or pass^k (p^k) of a pass/fail system, E over its
+    items; None for other systems."""
+    if not (isinstance(m, Metric) and isinstance(m.latent, Logit) and m.latent.trials == 1):
+        return None
+    p = m.latent.expected
+    if kind == "pass@k":
+        return population_mean(lambda z: 1.0 - (1.0 - p(z)) ** k, shift)
+    return population_mean(lambda z: p(z) ** k, shift)
+
+
 def model(name: str) -> Model:
     """The models of the grid by name (see docs/calibration.md for their parameters)."""
     if name.startswith("binary-p"):

@@ -48,6 +48,8 @@ class Phase:
     error_n: int = 0
     mdes: list[float] = field(default_factory=list)
     decisions: dict[str, int] = field(default_factory=dict)  # margin decisions per pair
+    # name → [Σ error, Σ error², n], error = estimate − truth
+    bias: dict[str, list[float]] = field(default_factory=dict)
     planned: dict[str, Any] | None = None  # a planner cell: the plan the phase ran
     errors: int = 0
     first_error: str | None = None
@@ -74,6 +76,16 @@ class Phase:
             self.decisions[pair.margin_decision] = self.decisions.get(pair.margin_decision, 0) + 1
         if self.truth_diff is not None:
             self.interval("diff", pair.composite, self.truth_diff)
+
+    def estimate(self, name: str, interval: engine.Interval, truth: float) -> None:
+        """An interval with its estimate's error (pass@k, pass^k of a run)."""
+        self.interval(name, interval, truth)
+        if interval.estimate is not None:
+            tally = self.bias.setdefault(name, [0.0, 0.0, 0])
+            error = interval.estimate - truth
+            tally[0] += error
+            tally[1] += error * error
+            tally[2] += 1
 
     def failed(self, exc: Exception) -> None:
         self.errors += 1
@@ -169,10 +181,38 @@ def _paired_phase(
             continue
         for run, interval in summaries.items():
             phase.interval(f"run {run}", interval, phase.truth_runs[run])
+        for name, (interval, truth) in _repeats(staged, model, shifts, settings).items():
+            phase.estimate(name, interval, truth)
         for pair in outcome.pairs:
             phase.pair(pair)
         phase.verdicts[outcome.verdict] = phase.verdicts.get(outcome.verdict, 0) + 1
     return phase
+
+
+def repeat_ks(epochs: int) -> list[int]:
+    """The ks measured at this many epochs: 2 and all of them."""
+    return sorted({2, epochs}) if epochs >= 2 else []
+
+
+def _repeats(
+    staged: Any, model: models.Model, shifts: dict[str, float], settings: Settings
+) -> dict[str, tuple[engine.Interval, float]]:
+    """pass@k and pass^k of every arm of a pass/fail system tried several times, with truths."""
+    if models.pass_truth(model, "pass@k", 1) is None:
+        return {}
+    out = {}
+    for run, shift in shifts.items():
+        arrays = staged.fetch(run)
+        epochs = int(np.bincount(arrays.sid).min())
+        ks = repeat_ks(epochs)
+        if not ks:
+            continue
+        found = engine.repeats(arrays, ks=ks, confidence_level=settings.confidence_level)
+        for (kind, k), interval in found.items():
+            truth = models.pass_truth(model, kind, k, shift)
+            assert truth is not None
+            out[f"{kind.replace('k', str(k))} {run}"] = (interval, truth)
+    return out
 
 
 def _robustness_phase(cell: Cell, reps: int, settings: Settings) -> Phase:

@@ -12,9 +12,19 @@ from pathlib import Path
 import click
 
 from calipers.cli.main import cli, stderr_console, stdout_console
-from calipers.cli.options import db_option, executor_options, html_option, is_quiet, quiet_option
+from calipers.cli.options import (
+    db_option,
+    executor_options,
+    html_option,
+    is_quiet,
+    json_option,
+    markdown_option,
+    one_stdout,
+    quiet_option,
+)
 from calipers.errors import InputError
 from calipers.render.json_report import write_json
+from calipers.render.markdown import check_markdown, write_markdown
 from calipers.render.text import escape
 from calipers.running.check import CheckOptions, CheckRun, run_check
 from calipers.running.executor import default_workers
@@ -52,7 +62,12 @@ def store_rows(run: CheckRun, db: Path) -> int:
     help="kelvin.yaml or calipers.yaml (default: the one in this directory).",
 )
 @click.option("--only", default=None, metavar="CASE", help="Run one case (peers: all cases).")
-@click.option("--seed", type=click.IntRange(min=0), default=None, help="Override the config's.")
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Seed of the perturbations (default: the config's seed; recorded in the report).",
+)
 @click.option(
     "-j",
     "--jobs",
@@ -69,8 +84,9 @@ def store_rows(run: CheckRun, db: Path) -> int:
 )
 @click.option("--run", "run_name", default=None, help="Run name in the store (default: check).")
 @click.option("--no-store", is_flag=True, help="Do not record the samples in the store.")
-@click.option("--json", "json_out", default=None, metavar="PATH|-", help="Write the JSON report.")
+@json_option
 @html_option
+@markdown_option
 @executor_options
 @quiet_option
 @db_option
@@ -85,6 +101,7 @@ def check(
     no_store: bool,
     json_out: str | None,
     html_out: Path | None,
+    markdown_out: str | None,
     executor: str,
     ray_address: str | None,
     db: Path,
@@ -92,9 +109,14 @@ def check(
     """Perturb each case (reorder, pad, swap, as kelvin) and measure whether the pipeline's
     decision follows the evidence: invariance, sensitivity and K, with intervals over cases.
 
+    --markdown PATH|- writes a compact summary (the signals with their intervals and bands, the
+    diagnostic, the cases that moved, seed and counts) for a pull request comment or
+    $GITHUB_STEP_SUMMARY.
+
     Exit codes: 0 ok, 1 config or cases problem, 2 decision field missing or every baseline
     failed.
     """
+    one_stdout(json=json_out, markdown=markdown_out)
     cfg = load_kelvin_config(find_config(config))
     for warning in cfg.warnings:
         stderr_console().print(f"[yellow]warning:[/] {escape(warning)}")
@@ -115,15 +137,27 @@ def check(
             hint="Run the same command again: cached invocations are not repeated.",
         ) from None
     stored = 0 if no_store else store_rows(result, db)
+    report = json.loads((result.out / "report.json").read_text())
     if json_out:
-        write_json(json.loads((result.out / "report.json").read_text()), json_out)
+        write_json(report, json_out)
+    if markdown_out:
+        finding = terminal_robustness.diagnostic(
+            result.result, cfg.decision_field, list(cfg.governing_types)
+        )
+        cases = [{"case": c.case, **c.scores()} for c in result.result.cases]
+        write_markdown(
+            check_markdown(
+                report, cases=cases, reading=terminal_robustness.band, diagnostic=finding
+            ),
+            markdown_out,
+        )
     if html_out is not None:
         from calipers.report.check_page import write_check_page
 
         write_check_page(result.out, html_out, diagnostic=terminal_robustness.diagnostic(
             result.result, cfg.decision_field, list(cfg.governing_types)
         ))  # fmt: skip
-    if is_quiet() or json_out == "-":
+    if is_quiet() or "-" in (json_out, markdown_out):
         return
     console = stdout_console()
     terminal_robustness.run_summary(
@@ -143,8 +177,9 @@ def check(
         f"{result.cached} from the cache · reports in {escape(str(result.out))}{where}[/]",
         highlight=False,
     )
-    if html_out is not None:
-        console.print(f"[dim]HTML report → {escape(str(html_out))}[/]", highlight=False)
+    for kind, path in (("HTML", html_out), ("Markdown", markdown_out)):
+        if path:
+            console.print(f"[dim]{kind} report → {escape(str(path))}[/]", highlight=False)
 
 
 def scaffold_project(directory: Path) -> list[Path]:

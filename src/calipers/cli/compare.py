@@ -19,16 +19,19 @@ from calipers.cli.options import (
     html_option,
     json_option,
     layered_metric_options,
+    markdown_option,
     objective_options,
+    one_stdout,
     quiet_option,
 )
 from calipers.cli.output import emit
 from calipers.errors import GateFailed, InputError
+from calipers.render.markdown import compare_markdown
 from calipers.schemes import get_scheme
 
 
 @cli.command("compare")
-@click.argument("file", required=False, type=click.Path(path_type=Path))
+@click.argument("files", metavar="[FILE]...", nargs=-1, type=click.Path(path_type=Path))
 @click.option(
     "--scheme",
     "scheme_name",
@@ -99,21 +102,24 @@ from calipers.schemes import get_scheme
 )
 @json_option
 @html_option
+@markdown_option
 @quiet_option
 @db_option
 def compare_command(
-    file: Path | None,
+    files: tuple[Path, ...],
     scheme_name: str,
     baseline: str | None,
     candidates: tuple[str, ...],
     gate: str,
     json_out: str | None,
     html_out: Path | None,
+    markdown_out: str | None,
     db: Path,
     by: str | None,
     **params: Any,
 ) -> None:  # fmt: skip
-    """Compare runs of FILE (read directly) or of the store.
+    """Compare runs of FILE (read directly; several files are read together, as one import
+    would store them) or of the store.
 
     layered and metric: paired bootstrap by sample, layer gates, and one of six verdicts
     (PROGRESS, CAUTIOUS, REGRESS, NOISE, UNDERPOWERED, SOLO); --gate ship passes on PROGRESS.
@@ -122,10 +128,14 @@ def compare_command(
     objective: per-task composite deltas, hard regressions, improved / neutral / regressed and
     the promote decision; --gate ship passes only when the candidate is promoted.
 
+    --markdown PATH|- writes a compact summary (verdict, interval, margin decision, the tasks
+    that moved, seed, samples) for a pull request comment or $GITHUB_STEP_SUMMARY.
+
     Exit codes: 0 the verdict passes the gate, 1 input problem (an option the scheme does not
     take included), 2 the runs share no sample, 3 the verdict fails the gate.
     """
     scheme = get_scheme(scheme_name)
+    one_stdout(json=json_out, markdown=markdown_out)
     if gate == "non-inferior" and params.get("margin") is None:
         raise InputError(
             "--gate non-inferior needs a margin",
@@ -137,18 +147,21 @@ def compare_command(
     scheme.compare_options(**options)  # refuse what the scheme does not take before reading data
     if baseline is None:
         raise InputError("give the run to compare against: --baseline RUN (or --control RUN)")
-    with api.open(file, db=None if file else db) as samples:
+    source = None if not files else files[0] if len(files) == 1 else list(files)
+    with api.open(source, db=None if files else db) as samples:
         print_warnings(samples.warnings)
         result = api.compare(
             samples, scheme.name, baseline=baseline, candidates=list(candidates), **options
         )
+    failure = result.gate_failure(gate)
     emit(
         result.to_dict(),
         json_out=json_out,
         html_out=html_out,
         page=scheme.compare_page,
         show=lambda console: scheme.compare_terminal(result, console),
+        markdown_out=markdown_out,
+        markdown=lambda report: compare_markdown(report, gate=gate, gate_failure=failure),
     )
-    failure = result.gate_failure(gate)
     if failure:
         raise GateFailed(failure, hint=result.reason)

@@ -13,6 +13,7 @@ from rich.table import Table
 from calipers.cli.main import cli, stderr_console, stdout_console
 from calipers.cli.options import as_option, db_option, map_option, quiet_option, runs_option
 from calipers.data.adapters import ADAPTERS
+from calipers.data.files import write_atomic
 from calipers.data.mapping import parse_map
 from calipers.data.store import Store, describe_runs
 from calipers.errors import InputError
@@ -69,15 +70,33 @@ def import_(
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option(
+    "--json",
+    "json_out",
+    default=None,
+    is_flag=False,
+    flag_value="-",
+    metavar="PATH|-",
+    help="Write the runs as a JSON list: to PATH (atomically), or to stdout for - (instead of "
+    "the table); a bare --json (the earlier flag) means --json -.",
+)
 @quiet_option
 @db_option
-def runs(as_json: bool, db: Path) -> None:
+def runs(json_out: str | None, db: Path) -> None:
     """List the runs in the store with their sample counts."""
     with Store(db, read_only=True) as store:
         infos = describe_runs(store.runs())
-    if as_json:
-        sys.stdout.write(json.dumps(infos, indent=2) + "\n")
+    if json_out:
+        text = json.dumps(infos, indent=2) + "\n"
+        if json_out == "-":
+            sys.stdout.write(text)
+            return
+        if Path(json_out).is_dir():
+            raise InputError(f"--json {json_out}: is a directory", hint="Give a file path.")
+        write_atomic(Path(json_out), text, shared=True)
+        stdout_console().print(
+            f"[dim]JSON → {escape(json_out)}: {len(infos)} runs[/]", highlight=False
+        )
         return
     table = Table(title=f"runs in {escape(str(db))}", title_justify="left", pad_edge=False)
     for col, justify in (
@@ -100,22 +119,41 @@ def runs(as_json: bool, db: Path) -> None:
 
 
 @cli.command()
-@click.argument("out", type=click.Path(path_type=Path))
+@click.argument("out", type=click.Path(path_type=Path, allow_dash=True))
 @click.option(
     "--format",
     "fmt",
     type=click.Choice(["parquet", "csv", "jsonl"]),
     default=None,
-    help="Output format (default: from OUT's extension).",
+    help="Output format (default: from OUT's extension; jsonl for -).",
 )
-@click.option("--run", "runs_", multiple=True, help="Only this run (repeatable).")
+@click.option("--run", "runs_", multiple=True, metavar="NAME", help="Only this run (repeatable).")
 @quiet_option
 @db_option
 def export(out: Path, fmt: str | None, runs_: tuple[str, ...], db: Path) -> None:
-    """Write the store's samples to OUT (Parquet, CSV or JSON Lines), atomically."""
+    """Write the store's samples to OUT (Parquet, CSV or JSON Lines), atomically; - writes them
+    to stdout (JSON Lines unless --format), and nothing else."""
+    if str(out) == "-":
+        _export_to_stdout(db, fmt or "jsonl", list(runs_))
+        return
     with Store(db, read_only=True) as store:
         n = store.export(out, format=fmt, runs=list(runs_) or None)
     stdout_console().print(f"Wrote {n:,} samples to {escape(str(out))}")
+
+
+def _export_to_stdout(db: Path, fmt: str, runs: list[str]) -> None:
+    """Export into a private temporary file, then copy its bytes to stdout (DuckDB writes
+    files, and a pipe may be read while it is written)."""
+    import shutil
+    import tempfile
+
+    with Store(db, read_only=True) as store, tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"samples.{fmt}"
+        store.export(path, format=fmt, runs=runs or None)
+        sys.stdout.flush()
+        with path.open("rb") as fh:
+            shutil.copyfileobj(fh, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
 
 
 @cli.command()

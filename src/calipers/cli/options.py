@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from click.core import ParameterSource
 
+from calipers.errors import InputError
 from calipers.stats import DEFAULT_SEED
 from calipers.stats.estimate import INTERVAL_METHODS
 from calipers.verdicts.persample import CLUSTERS
@@ -125,7 +126,12 @@ def is_quiet() -> bool:
 def json_option(func: Any) -> Any:
     """`--json PATH|-` (parameter `json_out`): the JSON report to a file, or stdout for -."""
     return click.option(
-        "--json", "json_out", default=None, metavar="PATH|-", help="Write the JSON report."
+        "--json",
+        "json_out",
+        default=None,
+        metavar="PATH|-",
+        help="Write the JSON report to PATH (atomically), or to stdout for - (which then holds "
+        "nothing else).",
     )(func)
 
 
@@ -141,11 +147,45 @@ def html_option(func: Any) -> Any:
     )(func)
 
 
+def markdown_option(func: Any) -> Any:
+    """`--markdown PATH|-` (parameter `markdown_out`): a compact Markdown summary for a pull
+    request comment or `$GITHUB_STEP_SUMMARY`, to a file (atomically) or stdout for -."""
+
+    def not_empty(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise click.BadParameter(
+                "an empty path: is $GITHUB_STEP_SUMMARY set? (Outside GitHub Actions, give a "
+                "file, or - for stdout.)"
+            )
+        return value
+
+    return click.option(
+        "--markdown",
+        "markdown_out",
+        default=None,
+        callback=not_empty,
+        metavar="PATH|-",
+        help="Write a compact GitHub-flavoured Markdown summary (for a PR comment or "
+        "$GITHUB_STEP_SUMMARY); - for stdout. The file is replaced, not appended to.",
+    )(func)
+
+
+def one_stdout(**outputs: str | Path | None) -> None:
+    """Refuse two reports on stdout (`--json - --markdown -`): they would be mixed."""
+    dashes = [name for name, value in outputs.items() if str(value) == "-"]
+    if len(dashes) > 1:
+        raise InputError(
+            " and ".join(f"--{name} -" for name in dashes) + ": only one report can go to stdout",
+            hint="Write the others to files.",
+        )
+
+
 # ------------------------------------------------------------------------ scheme options
 
 # click parameter → library option of a scheme (passed only when given on the command line)
 SCHEME_PARAMETERS = {
     "z": "z",
+    "tier_order": "tier_order",
     "metric": "metric",
     "weights": "weights",
     "standardize": "standardize",
@@ -234,14 +274,21 @@ def objective_options(func: Any) -> Any:
         click.option("--config", "objective_config", type=click.Path(path_type=Path,
                      dir_okay=False), default=None,
                      help="objective: thresholds and weights from a YAML or JSON file."),
-        click.option("--min-composite-gain", type=float, default=None, help="objective: 0.01."),
+        click.option("--min-composite-gain", type=float, default=None,
+                     help="objective: a net gain above this is improved, at or below its "
+                     "negative regressed (default 0.01)."),
         click.option("--regression-composite-drop", type=float, default=None,
-                     help="objective: 0.05."),
+                     help="objective: a task whose composite falls by more than this is a hard "
+                     "regression (default 0.05)."),
         click.option("--objective-drop-is-regression/--objective-drop-allowed", default=None,
                      help="objective: any objective drop is a hard regression (default on)."),
-        click.option("--w-obj", type=float, default=None, help="objective: weight 0.6."),
-        click.option("--w-judge", type=float, default=None, help="objective: weight 0.4."),
-        click.option("--cost-weight", type=float, default=None, help="objective: cap 0.1."),
+        click.option("--w-obj", type=float, default=None,
+                     help="objective: weight of the objective checks in the composite "
+                     "(default 0.6)."),
+        click.option("--w-judge", type=float, default=None,
+                     help="objective: weight of the judge score in the composite (default 0.4)."),
+        click.option("--cost-weight", type=float, default=None,
+                     help="objective: the largest cost adjustment, up or down (default 0.1)."),
     ])  # fmt: skip
 
 

@@ -10,6 +10,7 @@ import click
 from calipers.cli.main import cli
 from calipers.cli.options import (
     db_option,
+    html_option,
     json_option,
     quiet_option,
     rubric_options,
@@ -20,6 +21,7 @@ from calipers.cli.score import score_command_call
 from calipers.errors import InputError
 from calipers.schemes import get_scheme
 from calipers.schemes.rubric import terminal
+from calipers.schemes.rubric.html import rank_page
 from calipers.schemes.rubric.rank import rank
 from calipers.schemes.rubric.scoring import RubricResult
 
@@ -30,6 +32,7 @@ from calipers.schemes.rubric.scoring import RubricResult
 @runs_option
 @rubric_options
 @json_option
+@html_option
 @quiet_option
 @db_option
 def rank_command(
@@ -39,6 +42,7 @@ def rank_command(
     rubric: Path | None,
     no_history: bool,
     json_out: str | None,
+    html_out: Path | None,
     db: Path,
 ) -> None:
     """Rank the evaluations of FILE (or the store) per task: final score first, then correctness,
@@ -64,6 +68,7 @@ def rank_command(
     emit(
         ranked.to_dict(),
         json_out=json_out,
-        html_out=None,
+        html_out=html_out,
+        page=rank_page,
         show=lambda console: terminal.ranking(ranked, console),
     )

@@ -98,7 +98,13 @@ def store_rows(rows: list[dict[str, object]], db: Path) -> tuple[int, int]:
 )
 @judge_options
 @executor_options
-@click.option("--json", "json_path", default=None, help="Write the run report here (- = stdout).")
+@click.option(
+    "--json",
+    "json_path",
+    default=None,
+    metavar="PATH|-",
+    help="Write the run report to PATH (atomically), or to stdout for -.",
+)
 @quiet_option
 @db_option
 def run_command(

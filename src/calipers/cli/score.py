@@ -4,6 +4,7 @@ scheme's declaration; this module only parses flags and calls `calipers.score`."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +22,15 @@ from calipers.cli.options import (
     json_option,
     layered_metric_options,
     map_option,
+    markdown_option,
+    one_stdout,
     quiet_option,
     rubric_options,
     runs_option,
 )
 from calipers.cli.output import emit
 from calipers.errors import InputError
+from calipers.render.markdown import score_markdown
 from calipers.render.text import escape
 from calipers.report.score_pages import score_page
 from calipers.schemes import available, get_scheme
@@ -74,6 +78,13 @@ def _open(
 @click.argument("file", required=False, type=click.Path(path_type=Path))
 @click.option("--scheme", "scheme_name", required=True, help="Scoring scheme (`calipers schemes`).")
 @click.option("--z", type=float, default=None, help="reasonscore: Wilson z (default 1.96).")
+@click.option(
+    "--tier-order",
+    default=None,
+    metavar="TIER,…",
+    help="reasonscore: tiers easiest first, e.g. easy,medium,hard (default: trivial < easy < "
+    "medium < hard < extreme, numbered tiers by number, otherwise by observed difficulty).",
+)
 @runs_option
 @as_option
 @map_option
@@ -86,6 +97,7 @@ def _open(
 @rubric_options
 @json_option
 @html_option
+@markdown_option
 @quiet_option
 @db_option
 def score(
@@ -99,6 +111,7 @@ def score(
     no_history: bool,
     json_out: str | None,
     html_out: Path | None,
+    markdown_out: str | None,
     db: Path,
     **params: Any,
 ) -> None:
@@ -106,8 +119,10 @@ def score(
 
     Options a scheme does not take are refused (exit 1). The rubric scheme records every
     evaluation in the store's history (--db) and flags dimensions more than 2 SD from their
-    task's history; --no-history skips both."""
+    task's history; --no-history skips both. --markdown PATH|- writes a compact summary (one
+    row per run: score, interval, samples) for a pull request comment or $GITHUB_STEP_SUMMARY."""
     scheme = get_scheme(scheme_name)
+    one_stdout(json=json_out, markdown=markdown_out)
     options = given_scheme_options(params)
     if baseline is not None:
         options["baseline"] = baseline
@@ -121,7 +136,18 @@ def score(
         html_out=html_out,
         page=score_page,
         show=lambda console: scheme.terminal(result, console, detail=detail),
+        markdown_out=markdown_out,
+        markdown=lambda report: score_markdown(report, reading=_reading(scheme.name)),
     )
+
+
+def _reading(scheme: str) -> Callable[[float, str], str] | None:
+    """The words a scheme gives a score's band in its terminal view (robustness: kelvin's)."""
+    if scheme != "robustness":
+        return None
+    from calipers.schemes.robustness.terminal import band
+
+    return band
 
 
 @cli.command()
@@ -134,6 +160,13 @@ def score(
     help="A scheme that ranks runs.",
 )
 @click.option("--z", type=float, default=None, help="reasonscore: Wilson z (default 1.96).")
+@click.option(
+    "--tier-order",
+    default=None,
+    metavar="TIER,…",
+    help="reasonscore: tiers easiest first, e.g. easy,medium,hard (default: trivial < easy < "
+    "medium < hard < extreme, numbered tiers by number, otherwise by observed difficulty).",
+)
 @runs_option
 @as_option
 @map_option

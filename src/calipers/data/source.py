@@ -8,15 +8,15 @@ from pathlib import Path
 
 import duckdb
 
-from calipers.data.readers import keep_runs, stage_file
+from calipers.data.readers import StagedFile, cross_file_duplicates, keep_runs, stage_file
 from calipers.data.sampleset import SampleSet
 from calipers.data.store import Store
-from calipers.errors import DataError, InputError
+from calipers.errors import DataError, InputError, Problem, ValidationError
 from calipers.workspace import DEFAULT_DB
 
 
 def open_samples(
-    source: str | Path | None,
+    source: str | Path | Sequence[str | Path] | None,
     *,
     db: str | Path | None = None,
     runs: Sequence[str] | None = None,
@@ -24,9 +24,13 @@ def open_samples(
     format: str = "auto",
     mapping: dict[str, str] | None = None,
 ) -> SampleSet:
-    """A FILE is read and validated into an in-memory database, without importing it; None means
-    the store at `db` (default .calipers/calipers.duckdb), opened read-only. `runs` keeps only
-    those runs (`--run`), everywhere; `rename` names the run of a FILE's samples (`--as`)."""
+    """A FILE is read and validated into an in-memory database, without importing it; several
+    files are read together, as one import would store them (a sample key in two of them is an
+    error); None means the store at `db` (default .calipers/calipers.duckdb), opened read-only.
+    `runs` keeps only those runs (`--run`), everywhere; `rename` names the run of a FILE's
+    samples (`--as`)."""
+    if source is not None and not isinstance(source, str | Path):
+        return _open_files([Path(s) for s in source], runs, rename, format, mapping)
     if source is not None:
         con = duckdb.connect()
         con.execute("SET enable_progress_bar = false")
@@ -61,3 +65,49 @@ def open_samples(
             hint="Import some with `calipers import FILE`.",
         )
     return samples
+
+
+def _open_files(
+    paths: list[Path],
+    runs: Sequence[str] | None,
+    rename: str | None,
+    format: str,
+    mapping: dict[str, str] | None,
+) -> SampleSet:
+    """Several files staged side by side (every file's problems reported at once, as `import`
+    does), checked for keys two of them share, then made one relation."""
+    if len(paths) == 1:
+        return open_samples(paths[0], runs=runs, rename=rename, format=format, mapping=mapping)
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
+    staged: list[StagedFile] = []
+    problems: list[Problem] = []
+    failures: list[ValidationError] = []
+    origin = ", ".join(map(str, paths))
+    for i, path in enumerate(paths):
+        try:
+            staged.append(
+                stage_file(con, path, f"file_samples_{i}", run=rename, fmt=format, mapping=mapping)
+            )
+        except ValidationError as exc:
+            failures.append(exc)
+            problems.extend(exc.problems)
+    if len(failures) == 1:
+        raise failures[0]  # keeps its own hint
+    if runs:
+        keep_runs(con, [s.table for s in staged], list(runs), origin)
+    shared = cross_file_duplicates(con, staged)
+    if shared and not problems:
+        raise ValidationError(
+            shared,
+            hint="The files hold the same samples (two runs under one name, or one file twice): "
+            "give the runs different names when you make the files (or import each with "
+            "`calipers import FILE --as NAME` and compare in the store), or pass only one.",
+        )
+    if problems or shared:
+        raise ValidationError(problems + shared)
+    union = " UNION ALL BY NAME ".join(f"SELECT * FROM {s.table}" for s in staged)
+    con.execute(f"CREATE TEMP TABLE file_samples AS {union}")
+    for s in staged:
+        con.execute(f"DROP TABLE {s.table}")
+    return SampleSet(con, "file_samples", origin, [w for s in staged for w in s.warnings])

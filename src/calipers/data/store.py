@@ -26,7 +26,7 @@ import duckdb
 from calipers.data import migrations
 from calipers.data.files import sql_literal, sql_name, visible_controls
 from calipers.data.model import FIELD_BY_NAME, FIELD_NAMES, FIELDS, KEY
-from calipers.data.readers import StagedFile, keep_runs, stage_file
+from calipers.data.readers import StagedFile, cross_file_duplicates, keep_runs, stage_file
 from calipers.data.sampleset import SampleSet, scalar
 from calipers.errors import DataError, InputError, Problem, ValidationError
 
@@ -373,7 +373,7 @@ class Store:
                 keep_runs(con, [s.table for s in staged], list(runs), ", ".join(map(str, paths)))
                 for s in staged:
                     s.rows = scalar(con, f"SELECT count(*) FROM {s.table}")
-            shared = self._cross_file_duplicates(staged)
+            shared = cross_file_duplicates(self.con, staged)
             if shared and not problems:
                 raise ValidationError(
                     shared,
@@ -450,37 +450,6 @@ class Store:
         if n:
             self.con.execute(f"DELETE FROM samples s USING {table} t WHERE {match}")
         return n
-
-    def _cross_file_duplicates(self, staged: list[StagedFile]) -> list[Problem]:
-        problems: list[Problem] = []
-        keys = ", ".join(KEY)
-        for i, a in enumerate(staged):
-            for b in staged[i + 1 :]:
-                shared = f"SELECT {keys} FROM {a.table} INTERSECT SELECT {keys} FROM {b.table}"
-                total = scalar(self.con, f"SELECT count(*) FROM ({shared})")
-                rows = self.con.execute(f"{shared} ORDER BY ALL LIMIT 3").fetchall()
-                if total > len(rows):  # every collision counted, three shown
-                    problems.append(
-                        Problem(
-                            f"{total} sample keys are in both {a.path} and {b.path} (the first "
-                            f"{len(rows)} follow)",
-                            file=str(b.path),
-                            field="sample_id",
-                            expected="each key in one file of an import",
-                            got=f"{total} repeats",
-                        )
-                    )
-                for row in rows:
-                    problems.append(
-                        Problem(
-                            f"the sample key {tuple(row)} is in both {a.path} and {b.path}",
-                            file=str(b.path),
-                            field="sample_id",
-                            expected="each key in one file of an import",
-                            got="a repeat",
-                        )
-                    )
-        return problems
 
     # ------------------------------------------------------------------------------- read
 

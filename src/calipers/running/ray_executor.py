@@ -1,5 +1,5 @@
-"""`--executor ray`: the same pipeline invocations and judge calls as Ray tasks (`pip install
-'calipers[ray]'`).
+"""`--executor ray`: the same pipeline invocations and judge calls as Ray tasks (the `ray`
+extra: `pip install '/path/to/calipers[ray]'` from a checkout, or `pip install ray`).
 
 Without an address (and no RAY_ADDRESS in the environment) a private local Ray instance is
 started with as many CPUs as `-j` asks for, and stopped at the end; it starts on the first job the
@@ -67,7 +67,9 @@ class RayBackend:
         except ImportError:
             raise InputError(
                 "--executor ray needs Ray, which is not installed",
-                hint="pip install 'calipers[ray]' (or run without --executor ray).",
+                hint="pip install ray into calipers' environment, or reinstall calipers with "
+                "its extra from a checkout: pip install '/path/to/calipers[ray]' (or run without "
+                "--executor ray).",
             ) from None
         self._ray = ray
         self._workers = workers

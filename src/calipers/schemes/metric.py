@@ -66,6 +66,7 @@ def stage_metric(samples: SampleSet, runs: list[str], *, metric: str | None) -> 
         )
     return StagedScores(
         runs=rows.run_arrays({"value": value}, weight=weight),
+        names=rows.names,
         tasks=rows.tasks,
         components=("value",),
         combine=_value,

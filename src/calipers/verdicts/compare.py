@@ -68,6 +68,7 @@ class PairResult:
             "tests": c.tests,
             "tasks": c.tasks,
             "task_adjust": c.task_adjust,
+            "repeats": None if c.repeats is None else c.repeats.to_dict(),
             "notes": c.notes,
         }
 
@@ -300,11 +301,13 @@ def compare_staged(
             f"only '{control}' is given: nothing to compare against (add --treatment RUN)",
             {}, notes,
         )  # fmt: skip
+    # what the value is called in the verdict's words: the metric scheme's metric by its name
+    label = str((scheme_options or {}).get("metric") or "composite")
     pairs = []
     for comparison in paired:
         treatment = comparison.treatment
         c, t = variants[control], variants[treatment]
-        decision = decide(comparison, c, t, gated=staged.gated, limits=limits)
+        decision = decide(comparison, c, t, gated=staged.gated, limits=limits, label=label)
         held = None
         if margin_spec is not None:
             held = decide_margin(

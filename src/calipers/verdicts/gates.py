@@ -71,18 +71,19 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.3f}"
 
 
-def _ci(pair: PairedComparison) -> str:
+def _ci(pair: PairedComparison, label: str = "composite") -> str:
+    """The difference in words; `label` names the value (the metric scheme: its metric)."""
     c = pair.composite
     if c.interval is None and c.constant and c.exact_p is not None:
         return (
-            f"composite {_fmt(c.estimate)} on every one of {c.n_pairs} paired units "
+            f"{label} {_fmt(c.estimate)} on every one of {c.n_pairs} paired units "
             f"(exact sign test p = {c.exact_p:.2g})"
         )
     if c.interval is None and c.unchanged:
-        return f"composite unchanged on every one of {c.n_pairs} paired units"
+        return f"{label} unchanged on every one of {c.n_pairs} paired units"
     if c.interval is None:
-        return f"composite {_fmt(c.estimate)} (no interval)"
-    return f"composite {_fmt(c.estimate)} [{c.low:+.3f}, {c.high:+.3f}]"
+        return f"{label} {_fmt(c.estimate)} (no interval)"
+    return f"{label} {_fmt(c.estimate)} [{c.low:+.3f}, {c.high:+.3f}]"
 
 
 @dataclass(frozen=True)
@@ -110,9 +111,10 @@ def decide(
     *,
     gated: bool,
     limits: Thresholds,
+    label: str = "composite",
 ) -> Decision:
     composite = pair.composite
-    ci = _ci(pair)
+    ci = _ci(pair, label)
     sat = treatment.saturation
     detectable = _mde(pair)
     flat = _why_not_significant(pair)

@@ -35,6 +35,7 @@ from calipers.stats.paired_tests import sign_test as exact_sign_test
 from calipers.stats.power import sign_test_detectable
 from calipers.verdicts.by_task import task_differences
 from calipers.verdicts.persample import FloatArray, RunArrays, StagedScores, cluster_labels
+from calipers.verdicts.repeats import PairedRepeats, paired_repeats
 
 IntArray = npt.NDArray[np.int64]
 
@@ -158,6 +159,7 @@ class PairedComparison:
     notes: list[str] = field(default_factory=list)
     tests: dict[str, Any] = field(default_factory=dict)  # `paired_tests`
     task_adjust: str | None = None  # how the per-task p-values were adjusted (None: untested)
+    repeats: PairedRepeats | None = None  # pass^k difference, with repeated 0/1 outcomes
 
     @property
     def missing_differs(self) -> list[str]:
@@ -265,6 +267,10 @@ def compare_pair(
         composite, composite_c, composite_t, units, alpha, samples, pair_weight
     )
     tests = paired_tests(composite, composite_c, composite_t, units, samples, pair_weight)
+    repeats = paired_repeats(
+        composite_c, composite_t, samples,
+        units=None if cluster == "sample_id" else units, confidence_level=confidence_level,
+    )  # fmt: skip
     return PairedComparison(
         control=control,
         treatment=treatment,
@@ -284,6 +290,7 @@ def compare_pair(
         notes=notes,
         tests=tests,
         task_adjust=adjust if by_task else None,
+        repeats=repeats,
     )
 
 

@@ -8,6 +8,7 @@ comparison in `calipers.verdicts`.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,7 @@ from calipers.stats.estimate import (
     weighted_mean,
 )
 from calipers.stats.saturation import SaturationResult, saturation
+from calipers.verdicts.repeats import RunRepeats, run_repeats
 
 FloatArray = npt.NDArray[np.float64]
 Combine = Callable[[Mapping[str, FloatArray]], FloatArray]
@@ -78,6 +80,8 @@ class StagedScores:
     # every value lies in [0, 1], else their range. Defaults of min_effect and trivial_diff are
     # fractions of it.
     span: float | None = None
+    # sid → "task/sample_id" for the sids asked (names in reports: the flaky samples)
+    names: Callable[[list[int]], dict[int, str]] | None = None
     _composites: dict[tuple[str, bool], FloatArray] = field(default_factory=dict, repr=False)
 
     def fetch(self, run: str) -> RunArrays:
@@ -99,6 +103,33 @@ class StagedRows:
     columns: dict[str, Any]
     spans: dict[str, slice]
     tasks: list[str]
+    samples: SampleSet | None = None
+    runs: list[str] = field(default_factory=list)
+
+    def sample_names(self, sids: list[int]) -> dict[int, str]:
+        """ "task/sample_id" of each of `sids` (the codes `stage_rows` gave), in one query."""
+        if self.samples is None or not sids:
+            return {}
+        rel, con = self.samples.relation, self.samples.con
+        where = f"run IN ({', '.join(sql_literal(r) for r in self.runs)})"
+        wanted = ", ".join(str(int(i)) for i in sorted(set(sids)))
+        rows = con.execute(
+            f"""
+            SELECT sid, task, sample_id FROM (
+                SELECT task, sample_id,
+                       (row_number() OVER (ORDER BY task, sample_id) - 1)::BIGINT AS sid
+                FROM (SELECT DISTINCT task, sample_id FROM {rel} WHERE {where})
+            ) WHERE sid IN ({wanted})
+            """
+        ).fetchall()
+        return {int(sid): f"{task}/{sample}" for sid, task, sample in rows}
+
+    def names(self, sids: list[int]) -> dict[int, str]:
+        """`sample_names`, one call at a time: run summaries ask from their threads, and a DuckDB
+        connection refuses a second call rather than wait (a cursor would not see the temporary
+        tables the samples live in)."""
+        with _NAMES_LOCK:
+            return self.sample_names(sids)
 
     def run_arrays(
         self,
@@ -183,10 +214,11 @@ def stage_rows(
     columns["task_code"] = np.asarray(columns["task_code"], dtype=np.int64)
     if has_group:
         columns["group_code"] = np.asarray(columns["group_code"], dtype=np.int64)
-    return StagedRows(columns, spans, tasks)
+    return StagedRows(columns, spans, tasks, samples, list(runs))
 
 
 CLUSTERS = ("sample_id", "group", "task")
+_NAMES_LOCK = threading.Lock()
 
 
 def cluster_labels(
@@ -260,6 +292,7 @@ class RunSummary:
     cv_median: float | None
     saturation: SaturationResult
     tasks: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
+    repeats: RunRepeats | None = None  # when some sample was scored in several epochs
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -277,6 +310,7 @@ class RunSummary:
             "cv_median": self.cv_median,
             "saturation": self.saturation.to_dict(),
             "tasks": self.tasks,
+            "repeats": None if self.repeats is None else self.repeats.to_dict(),
         }
 
 
@@ -337,6 +371,16 @@ def summarize_run(
         cv_median=_cv_median(staged.composite(arrays.run, raw=True), arrays.cluster),
         saturation=saturation(composite, arrays.cluster, arrays.epoch, z=z),
         tasks=_task_means(composite, arrays),
+        repeats=run_repeats(
+            composite,
+            arrays.sid,
+            arrays.task_code,
+            arrays.tasks,
+            units=None if cluster == "sample_id" else clusters,
+            names=staged.names,
+            confidence_level=confidence_level,
+            z=z,
+        ),
     )
 
 

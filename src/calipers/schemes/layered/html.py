@@ -7,11 +7,13 @@ from typing import Any
 from calipers.render import plots as draw
 from calipers.render.html import render
 from calipers.render.json_report import clean
+from calipers.schemes.layered.scoring import value_label
 
 
 def summary_section(report: dict[str, Any]) -> dict[str, Any]:
     """layered / metric scores: per run the composite with its interval and each component."""
     runs = report["runs"]
+    label = value_label(report["scheme"], report["parameters"])
     rows = [
         (name, r["composite"]["mean"], r["composite"]["low"], r["composite"]["high"],
          bool(r.get("gate_passed", True)))
@@ -21,22 +23,27 @@ def summary_section(report: dict[str, Any]) -> dict[str, Any]:
     if rows:
         threshold = report["parameters"].get("threshold")
         plots["composite"] = draw.forest(
-            rows, title=f"composite per run ({report['parameters']['confidence_level']:.0%} "
-            "intervals)", xlabel="composite", reference=threshold,
+            rows, title=f"{label} per run ({report['parameters']['confidence_level']:.0%} "
+            "intervals)", xlabel=label, reference=threshold,
         )  # fmt: skip
     components: list[str] = []
-    for r in runs.values():
+    layered = any(r.get("layers_used") for r in runs.values())  # metric: one value, no layers
+    for r in runs.values() if layered else ():
         components += [c for c in r["components"] if c not in components]
-    return {"kind": "summary", "report": report, "plots": plots, "components": components}
+    return {
+        "kind": "summary", "report": report, "plots": plots, "components": components,
+        "value_label": label, "layered": layered,
+    }  # fmt: skip
 
 
 def compare_page(report: dict[str, Any]) -> str:
     """layered / metric comparison: the verdict, variants, a forest plot of the paired
     differences per pair, per-task table, badges, methodology."""
     report = clean(report)
+    label = value_label(report["scheme"], report["parameters"])
     plots = {}
     for i, pair in enumerate(report["pairs"]):
-        rows = [("composite", *_diff(pair["composite"]))]
+        rows = [(label, *_diff(pair["composite"]))]
         rows += [(name, *_diff(d)) for name, d in pair["layers"].items()]
         margin = (pair.get("margin") or {}).get("margin")
         plots[f"forest-{i}"] = draw.forest(
@@ -55,7 +62,7 @@ def compare_page(report: dict[str, Any]) -> str:
                 title=f"per task ({pair['confidence_level']:.0%} intervals; green: moved after "
                 f"{pair['task_adjust']} adjustment)",
             )
-    return render("compare", report, plots=plots)
+    return render("compare", report, plots=plots, value_label=label)
 
 
 def _diff(d: dict[str, Any] | None) -> tuple[Any, Any, Any, bool]:

@@ -333,7 +333,16 @@ def stage_layers(
         gated=True,
         notes=notes,
         span=None if standardize else 4.0,  # layers live on 1–5; z-scores have no fixed scale
+        names=rows.names,
     )
+
+
+def value_label(scheme: str, parameters: Mapping[str, Any]) -> str:
+    """What the per-run value is called where it is shown: the layered composite, or the metric
+    scheme's metric by its name ("value" when none is recorded). JSON keys stay `composite`."""
+    if scheme == "metric":
+        return str(parameters.get("metric") or "value")
+    return "composite"
 
 
 @dataclass(repr=False)  # the readable repr of the base class

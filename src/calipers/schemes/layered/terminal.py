@@ -3,13 +3,15 @@ line followed by a table of variants and a table of pairs."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.table import Table
 
 from calipers.render.terminal import notes as print_notes
 from calipers.render.terminal import num
 from calipers.render.text import escape
-from calipers.schemes.layered.scoring import SummaryResult
+from calipers.schemes.layered.scoring import SummaryResult, value_label
 from calipers.verdicts.by_task import adjustment_label
 from calipers.verdicts.compare import CompareResult, PairResult
 from calipers.verdicts.gates import Verdict
@@ -30,13 +32,16 @@ def _interval(low: float | None, high: float | None, fmt: str = ".2f") -> str:
     return "—" if low is None or high is None else f"[{low:{fmt}}, {high:{fmt}}]"
 
 
-def _variants_table(runs: dict[str, RunSummary], title: str, control: str | None) -> Table:
+def _variants_table(
+    runs: dict[str, RunSummary], title: str, control: str | None, *, label: str = "composite"
+) -> Table:
+    """`label`: what the per-run value is called (`value_label`: composite, or the metric)."""
     any_run = next(iter(runs.values()))
     components = list(any_run.components) if any_run.layers_used else []  # metric: no layers
     table = Table(title=escape(title), title_justify="left", pad_edge=False)
     table.add_column("run", overflow="fold")
     table.add_column("n", justify="right")
-    table.add_column("composite", justify="right")
+    table.add_column(escape(label), justify="right", overflow="fold")
     for name in components:
         table.add_column(escape(name), justify="right")
     if components:
@@ -66,10 +71,86 @@ def _layers_used(used: dict[str, int]) -> str:
     return ", ".join(f"{short[k]} {v}" for k, v in sorted(used.items(), key=lambda kv: -kv[1]))
 
 
+def _estimate_cell(found: list[Any], k: int) -> str:
+    e = next((e for e in found if e["k"] == k), None)
+    if e is None:
+        return "—"
+    return f"{e['estimate']:.2f}\n" + _interval(e.get("low"), e.get("high"))
+
+
+def _needs(plan: dict[str, Any] | None, half_width: str) -> str:
+    """The epochs a half-width needs, with the 90% range of that figure: "6 (5–9)"; "more
+    samples" when no number of epochs reaches it with these samples."""
+    if plan is None:
+        return "—"
+    k = plan["epochs_for"].get(half_width)
+    if k is None:
+        return "more samples"
+    low, high = plan.get("epochs_range", {}).get(half_width, [None, None])
+    span = f" ({low}–{high if high is not None else '∞'})" if low is not None else ""
+    return f"{k}{span}"
+
+
+def repeats_table(runs: dict[str, RunSummary], console: Console) -> None:
+    """pass@k, pass^k, flaky samples and the variance split of the runs with repeats."""
+    rows = {name: r.repeats.to_dict() for name, r in runs.items() if r.repeats is not None}
+    if not rows:
+        return
+    binary = [body for body in rows.values() if body.get("pass@k")]
+    k = max((body["pass@k"][-1]["k"] for body in binary), default=None)
+    table = Table(title="repeats (epochs per sample)", title_justify="left", pad_edge=False)
+    for head in ("run", "epochs"):
+        table.add_column(head, overflow="fold")
+    if k is not None:
+        for head in ("pass@1", f"pass@{k}", f"pass^{k}", "flaky"):
+            table.add_column(head, justify="right")
+    table.add_column("within", justify="right")
+    table.add_column("±0.05 needs", justify="right")
+    for name, body in rows.items():
+        epochs = body["epochs"]
+        span = str(epochs["min"]) + (f"–{epochs['max']}" if epochs["max"] != epochs["min"] else "")
+        cells = [escape(name), span]
+        if k is not None:
+            if body.get("pass@k"):
+                cells += [
+                    _estimate_cell(body["pass@k"], 1),
+                    _estimate_cell(body["pass@k"], k),
+                    _estimate_cell(body["pass^k"], k),
+                    f"{body['n_flaky']} of {body['n_samples']}",
+                ]
+            else:
+                cells += ["—"] * 4
+        variance = body["variance"] or {}
+        share = variance.get("within_share")
+        cells.append("—" if share is None else f"{share:.0%}")
+        cells.append(_needs(body["planning"], "0.05"))
+        table.add_row(*cells)
+    console.print(table)
+    for name, body in rows.items():
+        plan, variance = body["planning"], body["variance"]
+        if plan is None or variance is None:
+            continue
+        widths = ", ".join(f"{k} ±{w:.3f}" for k, w in plan["half_width_at"].items())
+        console.print(
+            f"{escape(name)}: variance between samples {variance['between']:.4f}, within "
+            f"{variance['within']:.4f} · half-width at 1, 2, 4, 8 epochs: {widths} · epochs "
+            "for ±0.02: " + _needs(plan, "0.02"),
+            highlight=False,
+        )
+    console.print(
+        "[dim]pass@k: one of k epochs passes · pass^k: all k pass (unbiased, intervals over "
+        "samples) · flaky: samples whose epochs disagree · within: the share of a score's "
+        "variance that is between epochs of a sample · ±0.05 needs: epochs per sample for a "
+        "±0.05 interval with these samples, and its 90% range (docs/repeats.md)[/]"
+    )
+
+
 def summary(result: SummaryResult, console: Console) -> None:
-    console.print(_variants_table(result.runs, f"{result.scheme} scores", None))
+    label = value_label(result.scheme, result.parameters)
+    console.print(_variants_table(result.runs, f"{result.scheme} scores", None, label=label))
     if result.scheme == "layered":
         console.print("[dim]✗ layer mean below the gate · layers: F fact, B behavior, J judge[/]")
+    repeats_table(result.runs, console)
     print_notes(result.notes, console)
 
 
@@ -89,6 +170,13 @@ def _counts_cell(pair: PairedComparison) -> str:
     m = pair.missing.get("composite")
     one_side = f"{m.control_only}/{m.treatment_only}" if m else "0/0"
     return f"{pair.n_pairs} · {pair.unpaired_control}/{pair.unpaired_treatment} · {one_side}"
+
+
+def _repeats_cell(pair: PairedComparison) -> str:
+    r = pair.repeats
+    if r is None:
+        return "—"
+    return f"{r.estimate:+.3f} (k {r.k})\n" + _interval(r.low, r.high, "+.3f")
 
 
 def _means_cell(d: Difference) -> str:
@@ -163,7 +251,8 @@ def comparison(result: CompareResult, console: Console) -> None:
     style = VERDICT_STYLE[result.verdict]
     console.print(f"[{style}]{result.verdict.value}[/] {escape(result.reason)}")
     _margin_lines(result, console)
-    console.print(_variants_table(result.variants, "variants", result.control))
+    label = value_label(result.scheme, result.parameters)
+    console.print(_variants_table(result.variants, "variants", result.control, label=label))
     if result.pairs:
         # One column per treatment and one row per quantity: stays inside 80 columns.
         layers = list(result.pairs[0].comparison.components)
@@ -174,7 +263,7 @@ def comparison(result: CompareResult, console: Console) -> None:
         table.add_row("verdict", *(p.decision.verdict.value for p in result.pairs))
         table.add_row("paired · unpaired · missing", *(_counts_cell(p.comparison)
                       for p in result.pairs))  # fmt: skip
-        table.add_row("composite", *(_diff_cell(p.comparison.composite) for p in result.pairs))
+        table.add_row(escape(label), *(_diff_cell(p.comparison.composite) for p in result.pairs))
         table.add_row("  on those pairs", *(_means_cell(p.comparison.composite)
                       for p in result.pairs))  # fmt: skip
         for name in layers:
@@ -183,6 +272,8 @@ def comparison(result: CompareResult, console: Console) -> None:
                 *(_diff_cell(p.comparison.components.get(name)) for p in result.pairs),
             )
         table.add_row("MDE", *(num(p.comparison.mde, ".3f") for p in result.pairs))
+        if any(p.comparison.repeats for p in result.pairs):
+            table.add_row("pass^k (k)", *(_repeats_cell(p.comparison) for p in result.pairs))
         if any(p.margin for p in result.pairs):
             table.add_row(
                 f"margin {escape(str(result.parameters.get('margin_given')))}",

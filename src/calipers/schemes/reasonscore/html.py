@@ -1,52 +1,65 @@
-"""ReasonScore on an HTML page: per-tier bars, difficulty curves per task, and score against
-tokens with the Pareto frontier."""
+"""ReasonScore on an HTML page: one leaderboard per group of comparable runs with its tier bars
+and score against tokens (Pareto frontier), and difficulty curves per task in tier order."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from calipers.render import plots as draw
-
-
-def _natural(text: str) -> list[Any]:
-    """'length=8' before 'length=16'."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+from calipers.schemes.reasonscore.ordering import RULES, describe_shared, natural_key
 
 
 def reasonscore_section(report: dict[str, Any]) -> dict[str, Any]:
-    """Leaderboard, per-tier bars, difficulty curves per task across points, score against tokens
-    with the Pareto frontier."""
+    """Per group of comparable runs (the same (tier, task) pairs): its leaderboard, per-tier bars
+    and score against tokens with the Pareto frontier; then difficulty curves per task across
+    points, easiest tier first (`tier_order`)."""
     runs = report["runs"]
-    order = report["ranking"]
-    tiers: list[str] = []
-    for run in runs.values():
-        tiers += [t for t in run["tiers"] if t not in tiers]
+    groups = []
+    for number, group in enumerate(report["groups"], start=1):
+        order, tiers = group["ranking"], group["tiers"]
+        plots = {}
+        if group["ranked"] and tiers:
+            plots["tiers"] = draw.grouped_bars(
+                tiers, {name: [_tier_score(runs[name], t) for t in tiers] for name in order},
+                title="ReasonScore per tier (1000 · geometric mean of task scores)",
+                ylabel="ReasonScore",
+            )  # fmt: skip
+        points = [
+            (name, runs[name]["avg_tokens"], runs[name]["avg_score"])
+            for name in order
+            if runs[name]["avg_tokens"] is not None and runs[name]["avg_score"] is not None
+        ]
+        if group["ranked"] and points:
+            plots["pareto"] = draw.pareto(
+                points, group["pareto_frontier"],
+                title="mean ReasonScore against mean output tokens",
+                xlabel="mean output tokens (fewer is better)", ylabel="mean ReasonScore",
+            )  # fmt: skip
+        groups.append({
+            "number": number,
+            "id": "leaderboard" if number == 1 else f"leaderboard-{number}",
+            "shares": describe_shared(tiers, group["tasks"], group["pairs"], limit=None),
+            **group,
+            "plots": plots,
+        })  # fmt: skip
+    order = [name for group in report["groups"] for name in group["ranking"]]
+    tiers = list(report.get("tier_order") or [])
     plots = {}
-    if runs and tiers:
-        plots["tiers"] = draw.grouped_bars(
-            tiers, {name: [_tier_score(runs[name], t) for t in tiers] for name in order},
-            title="ReasonScore per tier (1000 · geometric mean of task scores)",
-            ylabel="ReasonScore",
-        )  # fmt: skip
     curves = _difficulty_curves(runs, tiers, order)
     if curves:
         plots["curves"] = draw.curves(
             curves, title="difficulty curves: point score (Wilson upper bound, 0–1) per task",
             ylabel="point score",
         )  # fmt: skip
-    frontier = report.get("pareto_frontier") or []
-    points = [
-        (name, runs[name]["avg_tokens"], runs[name]["avg_score"])
-        for name in order
-        if runs[name]["avg_tokens"] is not None and runs[name]["avg_score"] is not None
-    ]
-    if points:
-        plots["pareto"] = draw.pareto(
-            points, frontier, title="mean ReasonScore against mean output tokens",
-            xlabel="mean output tokens (fewer is better)", ylabel="mean ReasonScore",
-        )  # fmt: skip
-    return {"kind": "reasonscore", "report": report, "plots": plots, "tiers": tiers}
+    rule = report.get("tier_order_rule", "")
+    return {
+        "kind": "reasonscore",
+        "report": report,
+        "plots": plots,
+        "groups": groups,
+        "tiers": tiers,
+        "tier_rule": RULES.get(rule, rule),
+    }
 
 
 def _tier_score(run: dict[str, Any], tier: str) -> float | None:
@@ -73,7 +86,7 @@ def _difficulty_curves(
                     "points", []
                 )
             }
-            axis += [(tier, p) for p in sorted(points, key=_natural)]
+            axis += [(tier, p) for p in sorted(points, key=natural_key)]
         if not axis:
             continue
         series = {}

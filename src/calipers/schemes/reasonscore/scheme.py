@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from calipers.data.sampleset import SampleSet
 from calipers.schemes.base import Scheme, SchemeOptions
 from calipers.schemes.reasonscore import html, scoring, terminal
+from calipers.schemes.reasonscore.ordering import parse_tier_order
 from calipers.schemes.reasonscore.scoring import ReasonScoreResult
 from calipers.schemes.registry import register
 
@@ -19,6 +20,13 @@ if TYPE_CHECKING:
 
 class ReasonScoreOptions(SchemeOptions):
     z: float = Field(default=1.96, gt=0, allow_inf_nan=False)  # Wilson z (1.96: 95%)
+    # tiers easiest first ("easy,medium,hard" or a list); None: the rules of `ordering`
+    tier_order: tuple[str, ...] | None = None
+
+    @field_validator("tier_order", mode="before")
+    @classmethod
+    def _tier_order(cls, value: Any) -> tuple[str, ...] | None:
+        return parse_tier_order(value)
 
 
 @register

@@ -20,6 +20,9 @@ Edge cases (docs/reasonscore.md):
   a tier with a null task, and score/token with a null tier. Nothing is silently set to 0.
 - score/token is null when no sample of a tier reports `tokens_out`, or when the tiers' mean
   token count is 0.
+
+Tiers are in one order for the whole result (`ordering`: given, vocabulary, numeric or observed),
+and runs are ranked only within groups that cover the same (tier, task) pairs.
 """
 
 from __future__ import annotations
@@ -31,6 +34,12 @@ from typing import TYPE_CHECKING, Any
 from calipers.data.sampleset import SampleSet
 from calipers.errors import DataError, InputError
 from calipers.schemes.base import SchemeResult
+from calipers.schemes.reasonscore.ordering import (
+    Shared,
+    describe_shared,
+    natural_key,
+    order_tiers,
+)
 from calipers.stats import geometric_mean, wilson_interval
 
 if TYPE_CHECKING:
@@ -38,7 +47,6 @@ if TYPE_CHECKING:
 
 TASK_FLOOR = 0.01
 DEFAULT_LABEL = "default"
-_TIER_ORDER = ("trivial", "easy", "medium", "hard", "extreme")
 
 
 @dataclass
@@ -91,33 +99,105 @@ class RunScore:
     tiers: dict[str, TierScore] = field(default_factory=dict)
 
 
+def _by_score_per_token(runs: list[RunScore]) -> list[RunScore]:
+    """Best score/token first; runs without one last, by name."""
+    return sorted(
+        runs, key=lambda r: (r.score_per_token is None, -(r.score_per_token or 0.0), r.run)
+    )
+
+
+def _pareto(runs: list[RunScore]) -> list[str]:
+    known = [
+        (r.avg_tokens, r.avg_score, r.run)
+        for r in runs
+        if r.avg_score is not None and r.avg_tokens is not None
+    ]
+    return [
+        run
+        for tokens, score, run in sorted(known)
+        if not any(s >= score and t <= tokens and (s > score or t < tokens) for t, s, _ in known)
+    ]
+
+
+@dataclass
+class RunGroup:
+    """Runs that cover exactly the same (tier, task) pairs: the only runs ranked together."""
+
+    shared: Shared
+    runs: list[RunScore]  # best score/token first
+
+    @property
+    def ranked(self) -> bool:
+        """A run alone in its group is shown, not ranked."""
+        return len(self.runs) > 1
+
+    def pareto_frontier(self) -> list[str]:
+        """Runs of the group no other run of it beats on both axes: at least the same mean
+        ReasonScore with at most the same mean output tokens, and strictly better on one. By
+        tokens, fewest first; runs without both numbers are left out."""
+        return _pareto(self.runs)
+
+    def heading(self, *, limit: int | None = 8) -> str:
+        """What the group shares, as plain text (escape it where it is shown)."""
+        s = self.shared
+        return describe_shared(s.tiers, s.tasks, dict(s.pairs), limit=limit)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tiers": list(self.shared.tiers),
+            "tasks": list(self.shared.tasks),
+            "pairs": {tier: list(tasks) for tier, tasks in self.shared.pairs},
+            "ranked": self.ranked,
+            "ranking": [r.run for r in self.runs],
+            "pareto_frontier": self.pareto_frontier(),
+        }
+
+
 @dataclass(repr=False)  # the readable repr of the base class
 class ReasonScoreResult(SchemeResult):
     runs: dict[str, RunScore] = field(default_factory=dict)
+    tier_order: list[str] = field(default_factory=list)  # easiest first
+    tier_order_rule: str = "vocabulary"  # given, vocabulary, numeric or observed
 
-    def ranked(self) -> list[RunScore]:
-        """Runs by score/token, best first; runs without one last, by name."""
+    def groups(self) -> list[RunGroup]:
+        """The runs in groups of comparable runs (the same (tier, task) pairs), each ranked by
+        score/token. Groups with more runs first, then with more pairs, then by run name."""
+        by_pairs: dict[frozenset[tuple[str, str]], list[RunScore]] = {}
+        for r in self.runs.values():
+            pairs = frozenset((t.tier, task) for t in r.tiers.values() for task in t.tasks)
+            by_pairs.setdefault(pairs, []).append(r)
+        groups = [
+            RunGroup(Shared.of(pairs, self.tier_order), _by_score_per_token(runs))
+            for pairs, runs in by_pairs.items()
+        ]
         return sorted(
-            self.runs.values(),
-            key=lambda r: (r.score_per_token is None, -(r.score_per_token or 0.0), r.run),
+            groups,
+            key=lambda g: (
+                -len(g.runs),
+                -sum(len(tasks) for _, tasks in g.shared.pairs),
+                min(r.run for r in g.runs),
+            ),
         )
 
-    def pareto_frontier(self) -> list[str]:
-        """Runs no other run beats on both axes: at least the same mean ReasonScore with at most
-        the same mean output tokens, and strictly better on one. By tokens, fewest first; runs
-        without both numbers are left out."""
-        known = [
-            (r.avg_tokens, r.avg_score, r.run)
-            for r in self.runs.values()
-            if r.avg_score is not None and r.avg_tokens is not None
-        ]
-        return [
-            run
-            for tokens, score, run in sorted(known)
-            if not any(
-                s >= score and t <= tokens and (s > score or t < tokens) for t, s, _ in known
+    def _one_group(self, what: str) -> RunGroup:
+        groups = self.groups()
+        if len(groups) != 1:
+            raise DataError(
+                f"no {what} across runs that do not cover the same (tier, task) pairs: "
+                f"these runs form {len(groups)} groups",
+                hint="Use result.groups(): each group has its own ranking and Pareto frontier.",
             )
-        ]
+        return groups[0]
+
+    def ranked(self) -> list[RunScore]:
+        """Runs by score/token, best first; runs without one last, by name. Only when every run
+        covers the same (tier, task) pairs (a `DataError` otherwise: see `groups()`)."""
+        return self._one_group("ranking").runs if self.runs else []
+
+    def pareto_frontier(self) -> list[str]:
+        """The Pareto frontier of the runs (see `RunGroup.pareto_frontier`), when every run
+        covers the same (tier, task) pairs (a `DataError` otherwise: see `groups()`)."""
+        return self._one_group("Pareto frontier").pareto_frontier() if self.runs else []
 
     def to_dict(self) -> dict[str, Any]:
         body = self.header()
@@ -149,18 +229,26 @@ class ReasonScoreResult(SchemeResult):
             }
             for name, r in self.runs.items()
         }
-        body["ranking"] = [r.run for r in self.ranked()]
-        body["pareto_frontier"] = self.pareto_frontier()
+        body["tier_order"] = list(self.tier_order)
+        body["tier_order_rule"] = self.tier_order_rule
+        body["groups"] = [g.to_dict() for g in self.groups()]
         return body
 
     def to_frame(self, level: str = "task") -> pd.DataFrame:
-        """Levels: "run", "tier", "task", "point"."""
+        """Levels: "run", "tier", "task", "point". The run level adds each run's `group` (1 = the
+        first of `groups()`) and its `rank` in it (None for a run alone in its group)."""
         import pandas as pd  # lazily: only for callers who want a DataFrame
 
         rows: list[dict[str, Any]] = []
+        place: dict[str, dict[str, int | None]] = {}
+        if level == "run":
+            for number, group in enumerate(self.groups(), start=1):
+                for rank, run in enumerate(group.runs, start=1):
+                    place[run.run] = {"group": number, "rank": rank if group.ranked else None}
         for r in self.runs.values():
             if level == "run":
-                rows.append({k: v for k, v in asdict(r).items() if k != "tiers"})
+                row = {k: v for k, v in asdict(r).items() if k != "tiers"}
+                rows.append({**row, **place.get(r.run, {})})
                 continue
             for t in r.tiers.values():
                 if level == "tier":
@@ -185,7 +273,10 @@ class ReasonScoreResult(SchemeResult):
                         )
                     else:
                         raise InputError(f"unknown level '{level}' (run, tier, task or point)")
-        return pd.DataFrame(rows)  # type: ignore[no-any-return]
+        frame = pd.DataFrame(rows)
+        if level == "run" and "rank" in frame:
+            frame["rank"] = frame["rank"].astype("Int64")  # None for a run alone: <NA>, not NaN
+        return frame  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -249,10 +340,6 @@ def _opt(x: float) -> float | None:
     return None if not math.isfinite(x) else float(x)
 
 
-def _tier_key(tier: str) -> tuple[int, str]:
-    return (_TIER_ORDER.index(tier), "") if tier in _TIER_ORDER else (len(_TIER_ORDER), tier)
-
-
 def _group(items: list[_Counts], key: str) -> dict[str, list[_Counts]]:
     out: dict[str, list[_Counts]] = {}
     for item in items:
@@ -312,7 +399,11 @@ def score_samples(samples: SampleSet, options: Any, *, name: str) -> ReasonScore
     if not (math.isfinite(z) and z > 0):
         raise InputError(f"`z` must be a positive number, got {z}", parameters=["z"])
     counts = _point_counts(samples)
-    result = ReasonScoreResult(scheme=name, parameters={"z": z}, origin=samples.origin)
+    given = getattr(options, "tier_order", None)
+    parameters: dict[str, Any] = {"z": z}
+    if given:
+        parameters["tier_order"] = list(given)
+    result = ReasonScoreResult(scheme=name, parameters=parameters, origin=samples.origin)
     if sum(c.total for c in counts) == 0:
         raise DataError(
             f"nothing to score in {samples.origin}: reasonscore needs samples with `correct`",
@@ -322,7 +413,27 @@ def score_samples(samples: SampleSet, options: Any, *, name: str) -> ReasonScore
     _add_notes(result, counts)
     for run_name, run_rows in sorted(_group(counts, "run").items()):
         result.runs[run_name] = _score_run(run_name, run_rows, z, result.notes)
+    _order_tiers(result, given)
+    groups = result.groups()
+    if len(groups) > 1:
+        result.notes.append(
+            f"runs do not all cover the same (tier, task) pairs: they are ranked in {len(groups)} "
+            "groups of comparable runs, never across groups"
+        )
     return result
+
+
+def _order_tiers(result: ReasonScoreResult, given: tuple[str, ...] | None) -> None:
+    """One tier order for every run (`ordering.order_tiers`), applied to each run's tiers."""
+    scores: dict[str, list[float | None]] = {}
+    for r in result.runs.values():
+        for t in r.tiers.values():
+            scores.setdefault(t.tier, []).append(t.score)
+    order = order_tiers(sorted(scores, key=natural_key), scores, given)
+    result.tier_order, result.tier_order_rule = list(order.tiers), order.rule
+    result.notes.extend(order.notes)
+    for r in result.runs.values():
+        r.tiers = {t: r.tiers[t] for t in order.tiers if t in r.tiers}
 
 
 def _add_notes(result: ReasonScoreResult, counts: list[_Counts]) -> None:
@@ -336,20 +447,12 @@ def _add_notes(result: ReasonScoreResult, counts: list[_Counts]) -> None:
         result.notes.append(
             f"{no_guess} sample(s) without `guess_chance`: no guessing correction applied"
         )
-    task_sets = {
-        run: frozenset((c.tier, c.task) for c in rows)
-        for run, rows in _group(counts, "run").items()
-    }
-    if len(set(task_sets.values())) > 1:
-        result.notes.append(
-            "runs do not cover the same (tier, task) pairs: their scores are not comparable"
-        )
 
 
 def _score_run(run: str, rows: list[_Counts], z: float, notes: list[str]) -> RunScore:
     tiers: dict[str, TierScore] = {}
     by_tier = _group(rows, "tier")
-    for tier_name in sorted(by_tier, key=_tier_key):
+    for tier_name in sorted(by_tier, key=natural_key):
         tier_rows = by_tier[tier_name]
         tasks = {
             task: _score_task(task, task_rows, z)

@@ -9,37 +9,54 @@ from rich.table import Table
 
 from calipers.render.terminal import notes, num
 from calipers.render.text import escape
+from calipers.schemes.reasonscore.ordering import RULES
 
 if TYPE_CHECKING:
     from calipers.schemes.reasonscore.scoring import ReasonScoreResult
 
 
 def reasonscore_leaderboard(result: ReasonScoreResult, console: Console) -> None:
-    """Runs ranked by score/token, with each tier's ReasonScore and token use."""
-    tiers: list[str] = []
-    for run in result.runs.values():
-        tiers.extend(t for t in run.tiers if t not in tiers)
-    table = Table(title="ReasonScore leaderboard", title_justify="left", pad_edge=False)
-    table.add_column("#", justify="right")
-    table.add_column("run", overflow="fold")
-    for tier in tiers:
-        table.add_column(escape(tier), justify="right")
-    table.add_column("tokens", justify="right")
-    table.add_column("score/token", justify="right")
-    for rank, run in enumerate(result.ranked(), start=1):
-        cells = [str(rank), escape(run.run)]
-        for tier in tiers:
-            t = run.tiers.get(tier)
-            cells.append(num(t.score if t else None, ".0f"))
-        cells += [num(run.avg_tokens, ".0f"), num(run.score_per_token, ".4f")]
-        table.add_row(*cells)
-    console.print(table)
+    """Runs ranked by score/token within each group of comparable runs (the same (tier, task)
+    pairs), with each tier's ReasonScore, easiest tier first; a run alone in its group is shown
+    unranked."""
+    groups = result.groups()
+    for number, group in enumerate(groups, start=1):
+        heading = "[bold]ReasonScore leaderboard[/]"
+        if len(groups) > 1:
+            heading += f" · group {number} of {len(groups)}"
+        shares = escape(group.heading())
+        if group.ranked:
+            heading += f" · {len(group.runs)} runs ranked by score/token, sharing {shares}"
+        else:
+            heading += f" · not ranked: the only run with {shares}"
+        console.print(heading, highlight=False)
+        table = Table(pad_edge=False)
+        table.add_column("#", justify="right")
+        table.add_column("run", overflow="fold")
+        for tier in group.shared.tiers:
+            table.add_column(escape(tier), justify="right")
+        table.add_column("tokens", justify="right")
+        table.add_column("score/token", justify="right")
+        for rank, run in enumerate(group.runs, start=1):
+            cells = [str(rank) if group.ranked else "—", escape(run.run)]
+            for tier in group.shared.tiers:
+                t = run.tiers.get(tier)
+                cells.append(num(t.score if t else None, ".0f"))
+            cells += [num(run.avg_tokens, ".0f"), num(run.score_per_token, ".4f")]
+            table.add_row(*cells)
+        console.print(table)
+    if len(result.tier_order) > 1:
+        rule = RULES.get(result.tier_order_rule, result.tier_order_rule)
+        console.print(
+            f"tiers easiest first ({escape(rule)}): {escape(', '.join(result.tier_order))}",
+            highlight=False,
+        )
     notes(result.notes, console)
 
 
 def reasonscore_tasks(result: ReasonScoreResult, console: Console) -> None:
     """Per run, the task scores of each tier (0–1, after the 0.01 floor)."""
-    for run in result.ranked():
+    for run in (r for g in result.groups() for r in g.runs):
         table = Table(title=f"{escape(run.run)}: task scores", title_justify="left", pad_edge=False)
         table.add_column("task")
         tiers = list(run.tiers)

@@ -44,7 +44,8 @@ def _bar(score: float) -> str:
 
 def diagnostic(result: RunRobustness, decision_field: str, governing_types: list[str]) -> str:
     """kelvin's one diagnostic finding, never more: ignored governing type, drifting
-    presentation, large per-case variance, or healthy."""
+    presentation, large per-case variance, or none; without a finding, the closing sentence
+    follows the bands (healthy only when every signal shown is in a good band)."""
     inv, sens = result.invariance, result.sensitivity
     if governing_types and len(result.cases) > 1 and sens is not None and sens < 0.30:
         for gtype, entry in result.sensitivity_by_type().items():
@@ -75,12 +76,41 @@ def diagnostic(result: RunRobustness, decision_field: str, governing_types: list
                 f"⚠ Output drifts on {kind}. The {decision_field} changed in {changed} of {n} "
                 f"cases when only {what} changed."
             )
+    shown = _shown_signals(result, governing_types)
+    weak = " and ".join(
+        f"{name} is {band(score, name)} ({score:.2f})"
+        for name, score in shown
+        if not band(score, name).endswith("— good")
+    )
     per_case = [1.0 - sum(d) / len(d) for c in result.cases if (d := c.distances(INVARIANCE_KINDS))]
     if len(per_case) >= 2:
         mean = sum(per_case) / len(per_case)
         if sum((x - mean) ** 2 for x in per_case) / len(per_case) > 0.09:
+            if weak:
+                return f"Per-case variance is large, and {weak}: see the cases below."
             return "Aggregate looks healthy but per-case variance is large: see the cases below."
-    return "Both signals look healthy. Spot-check the per-case results for anomalies."
+    # the closing sentence follows the bands printed above it: "healthy" only when every signal
+    # shown is in a "good" band
+    if weak:
+        return f"No single cause found; {weak}: spot-check the per-case results."
+    if len(shown) == 2:
+        return "Both signals look healthy. Spot-check the per-case results for anomalies."
+    if shown:
+        return (
+            f"{shown[0][0].capitalize()} looks healthy (the only signal measured). Spot-check the "
+            "per-case results for anomalies."
+        )
+    return "No signal could be measured: see the cases below."
+
+
+def _shown_signals(result: RunRobustness, governing_types: list[str]) -> list[tuple[str, float]]:
+    """The signals the summary shows a band for (as `run_summary` decides)."""
+    shown = []
+    if result.invariance is not None:
+        shown.append(("invariance", result.invariance))
+    if governing_types and len(result.cases) > 1 and result.sensitivity is not None:
+        shown.append(("sensitivity", result.sensitivity))
+    return shown
 
 
 def _interval(result: RunRobustness, name: str) -> str:

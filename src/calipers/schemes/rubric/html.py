@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from calipers.render import plots as draw
+from calipers.render.html import render
+from calipers.render.json_report import clean
 
 EVALUATIONS_SHOWN = 200  # rubric breakdowns on a page; the JSON has them all
 
@@ -56,3 +58,23 @@ def rubric_section(report: dict[str, Any]) -> dict[str, Any]:
         "history_tasks": tasks[:HISTORY_TASKS_SHOWN],
         "history_hidden": max(0, len(tasks) - HISTORY_TASKS_SHOWN),
     }
+
+
+def rank_page(report: dict[str, Any]) -> str:
+    """`calipers rank --html`: the final scores per task and run (a strip per task), then each
+    task's ranking with the level that broke each tie."""
+    report = clean(report)
+    runs: list[str] = []
+    finals: dict[str, dict[str, list[float]]] = {}
+    for ranking in report["rankings"]:
+        for e in ranking["entries"]:
+            runs += [e["run"]] if e["run"] not in runs else []
+            finals.setdefault(e["run"], {}).setdefault(ranking["task"], []).append(e["final"])
+    plots = {}
+    if runs:
+        plots["finals"] = draw.strip(
+            [r["task"] for r in report["rankings"]], {run: finals[run] for run in runs},
+            title="final score of each evaluation, per task and run", xlabel="final score",
+            xlim=(0.8, 10.2),
+        )  # fmt: skip
+    return render("rank", report, plots=plots)
