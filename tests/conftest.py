@@ -47,7 +47,7 @@ _VALIDATED: list[str] = []
 
 
 def _schema_kind(report: dict[str, Any]) -> str | None:
-    kinds = ("compare", "rank", "run", "objective-compare", "store", "plan")
+    kinds = ("compare", "rank", "run", "objective-compare", "store", "plan", "pairwise-rank")
     if isinstance(report.get("kind"), str) and report["kind"] in kinds:
         return str(report["kind"])
     if isinstance(report.get("scheme"), str):

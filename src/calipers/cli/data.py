@@ -163,8 +163,8 @@ def _export_to_stdout(db: Path, fmt: str, runs: list[str]) -> None:
     default=None,
     metavar="KIND",
     help="Print the schema of a JSON report instead: a scheme (reasonscore, layered, metric, "
-    "rubric, objective, robustness), compare, objective-compare, check, plan, rank, run or "
-    "store.",
+    "rubric, objective, robustness), compare, objective-compare, check, plan, rank, "
+    "pairwise-rank, run or store.",
 )
 @quiet_option
 def schema(report: str | None) -> None:

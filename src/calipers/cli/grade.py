@@ -31,6 +31,12 @@ from calipers.running.judging import JudgeOptions
 @runs_option
 @judge_options
 @click.option(
+    "--pairwise",
+    is_flag=True,
+    help="With --judge: judge pairs of runs on their shared samples, in both orders "
+    "(docs/rankings.md); then `calipers rank --pairwise`.",
+)
+@click.option(
     "--rubric",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
@@ -51,7 +57,8 @@ def grade(
     file: Path | None, out: Path | None, runs: tuple[str, ...], judges: tuple[str, ...],
     judge_base_url: str | None, judge_key_env: str, judge_kind: str, judge_repeat: int,
     judge_timeout: float | None, judge_retries: int | None, max_judge_failures: float | None,
-    no_debias_length: bool, rubric: Path | None, jobs: int | None, refresh: bool,
+    no_debias_length: bool, pairwise: bool, rubric: Path | None, jobs: int | None,
+    refresh: bool,
     executor: str, ray_address: str | None, db: Path,
 ) -> None:  # fmt: skip
     """Evaluate the assertion specs of FILE into OUT, or of the store in place; with --judge,
@@ -62,6 +69,21 @@ def grade(
     --judge, each sample's earlier judgments by judges of the same names are replaced, in one
     transaction (see docs/judges.md).
     """
+    if pairwise:
+        from calipers.cli.pairwise import grade_pairwise_command, refuse_with_pairwise
+
+        if not judges:
+            raise InputError("--pairwise needs a judge", hint="Add --judge SPEC.")
+        refuse_with_pairwise(FILE=file, **{"-o": out, "--rubric": rubric,
+                                           "--judge-kind": judge_kind != "overall"})  # fmt: skip
+        grade_pairwise_command(
+            db, runs, judging_from(judges, judge_base_url, judge_key_env, judge_kind,
+                                  judge_repeat, no_debias_length, timeout_s=judge_timeout,
+                                  retries=judge_retries, refresh=refresh),
+            jobs=jobs, executor=executor, ray_address=ray_address, quiet=is_quiet(),
+            max_judge_failures=max_judge_failures,
+        )  # fmt: skip
+        return
     if judges:
         if file is not None:
             raise InputError(

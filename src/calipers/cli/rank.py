@@ -17,6 +17,7 @@ from calipers.cli.options import (
     runs_option,
 )
 from calipers.cli.output import emit
+from calipers.cli.pairwise import pairwise_rank_options, rank_pairwise_command
 from calipers.cli.score import score_command_call
 from calipers.errors import InputError
 from calipers.schemes import get_scheme
@@ -33,6 +34,7 @@ from calipers.schemes.rubric.scoring import RubricResult
 @rubric_options
 @json_option
 @html_option
+@pairwise_rank_options
 @quiet_option
 @db_option
 def rank_command(
@@ -44,10 +46,21 @@ def rank_command(
     json_out: str | None,
     html_out: Path | None,
     db: Path,
+    pairwise: bool,
+    **pairwise_options: Any,
 ) -> None:
     """Rank the evaluations of FILE (or the store) per task: final score first, then correctness,
     safety, completeness, actionability, adherence, efficiency, consistency, fewer red flags and
-    more bonuses. Says which level broke each tie; evaluations equal on all are equivalent."""
+    more bonuses. Says which level broke each tie; evaluations equal on all are equivalent.
+
+    With --pairwise: the runs by Bradley–Terry strength over the store's pairwise verdicts, with
+    bootstrap intervals, rank intervals and tie groups (docs/rankings.md)."""
+    if pairwise:
+        if file is not None or rubric is not None or html_out is not None:
+            flag = "FILE" if file is not None else "--rubric" if rubric is not None else "--html"
+            raise InputError(f"{flag} does not apply with --pairwise (it ranks the store)")
+        rank_pairwise_command(db=db, runs=runs, json_out=json_out, **pairwise_options)
+        return
     if scheme != "rubric":
         raise InputError(f"rank supports --scheme rubric, not '{scheme}'", parameters=["scheme"])
     options: dict[str, Any] = {"rubric": rubric} if rubric is not None else {}

@@ -81,6 +81,29 @@ _0007_GRADER_COST = "ALTER TABLE samples ADD COLUMN grader_cost_usd DOUBLE"
 # A sample's weight in the mean of each named score (promptfoo's assertion weights).
 _0008_SCORE_WEIGHTS = "ALTER TABLE samples ADD COLUMN score_weights MAP(VARCHAR, DOUBLE)"
 
+# Pairwise judging (`calipers grade --pairwise`): one row per judge, pair of runs (run_a < run_b),
+# shared draw and repeat; the verdict of each order in run terms (ab: run_a's output shown first).
+_0009_PAIRWISE = """\
+CREATE TABLE pairwise (
+    judge VARCHAR NOT NULL,
+    run_a VARCHAR NOT NULL,
+    run_b VARCHAR NOT NULL,
+    task VARCHAR NOT NULL,
+    sample_id VARCHAR NOT NULL,
+    epoch INTEGER NOT NULL,
+    repeat INTEGER NOT NULL,
+    verdict_ab VARCHAR CHECK (verdict_ab IN ('a', 'b', 'tie')),
+    verdict_ba VARCHAR CHECK (verdict_ba IN ('a', 'b', 'tie')),
+    rationale_ab VARCHAR,
+    rationale_ba VARCHAR,
+    error_ab VARCHAR,
+    error_ba VARCHAR,
+    prompt_hash VARCHAR NOT NULL,
+    judged_at TIMESTAMP NOT NULL,
+    CHECK (run_a < run_b),
+    PRIMARY KEY (judge, run_a, run_b, task, sample_id, epoch, repeat)
+)"""
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("0001_samples", (_0001_SAMPLES,)),
     ("0002_imports_log", (_0002_IMPORTS_LOG,)),
@@ -90,6 +113,7 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("0006_group", (_0006_GROUP,)),
     ("0007_grader_usage", (_0007_GRADER_TOKENS_IN, _0007_GRADER_TOKENS_OUT, _0007_GRADER_COST)),
     ("0008_score_weights", (_0008_SCORE_WEIGHTS,)),
+    ("0009_pairwise", (_0009_PAIRWISE,)),
 )
 
 _BOOKKEEPING = (

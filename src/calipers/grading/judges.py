@@ -1,11 +1,12 @@
 """LLM judges: an OpenAI-compatible chat endpoint (through the official `openai` client) or any
 program that reads the prompt on stdin and prints its reply.
 
-Three kinds of judgment, one versioned prompt file each (`calipers/grading/prompts/`):
+Four kinds of judgment, one versioned prompt file each (`calipers/grading/prompts/`):
 
     overall     1–5 with a rationale (layered)
     rubric      the seven rubric dimensions on 1–10, red flags and bonuses (rubric)
     objective   0–1 with a rationale (objective)
+    pairwise    which of two outputs is better, "1", "2" or "tie" (calipers.grading.pairwise)
 
 Every judgment records the SHA-256 of the prompt template it was made with. A length-debias
 paragraph is on by default. A call that still fails after its retries (429, 5xx, timeouts) or whose
@@ -37,12 +38,14 @@ TEMPLATES: dict[str, str] = {
     "overall": "overall_v1.md",
     "rubric": "rubric_v1.md",
     "objective": "objective_v1.md",
+    "pairwise": "pairwise_v1.md",  # two outputs, both orders (calipers.grading.pairwise)
 }
 DEBIAS = "length_debias_v1.md"
 SCALES: dict[str, tuple[float, float]] = {
     "overall": (1.0, 5.0),
     "rubric": (1.0, 10.0),
     "objective": (0.0, 1.0),
+    "pairwise": (0.0, 1.0),  # preference for the output shown first: 1, ½ tie, 0
 }
 
 
@@ -68,7 +71,7 @@ class PromptTemplate:
     def load(cls, kind: str, *, debias_length: bool = True) -> PromptTemplate:
         if kind not in TEMPLATES:
             raise InputError(
-                f"unknown judge kind '{kind}'", hint="Kinds: overall, rubric, objective."
+                f"unknown judge kind '{kind}'", hint="Kinds: overall, rubric, objective, pairwise."
             )
         template = _read_prompt(TEMPLATES[kind])
         debias = _read_prompt(DEBIAS).strip() if debias_length else ""
@@ -113,7 +116,7 @@ def _json_object(text: str) -> dict[str, Any]:
         if isinstance(value, dict):
             # Tool envelopes (e.g. `claude -p --output-format json`) carry the reply in "result".
             inner = value.get("result")
-            if isinstance(inner, str) and not {"score", "scores"} & set(value):
+            if isinstance(inner, str) and not {"score", "scores", "winner"} & set(value):
                 return _json_object(inner)
             return value
     raise JudgeReplyError(f"the reply is not a JSON object: {text[:200]!r}")
@@ -136,12 +139,26 @@ def _ids(value: Any, what: str) -> list[str]:
     return list(dict.fromkeys(value))
 
 
+_WINNER = {"1": 1.0, "first": 1.0, "2": 0.0, "second": 0.0, "tie": 0.5}
+
+
+def _preference(value: Any) -> float:
+    """A pairwise reply's winner as the preference for the output shown first (1, ½, 0)."""
+    key = str(value).strip().strip(".").casefold() if isinstance(value, str | int) else None
+    if isinstance(value, bool) or key not in _WINNER:
+        raise JudgeReplyError(f'winner is {value!r}, not "1", "2" or "tie"')
+    return _WINNER[key]
+
+
 def parse_reply(kind: str, text: str) -> list[dict[str, Any]]:
     """The judgment(s) in a reply: one (overall, objective) or one per rubric dimension."""
     body = _json_object(text)
     rationale = body.get("rationale")
     rationale = str(rationale) if rationale is not None else None
     lo, hi = SCALES[kind]
+    if kind == "pairwise":
+        return [{"dimension": None, "score": _preference(body.get("winner")), "scale_min": lo,
+                 "scale_max": hi, "rationale": rationale}]  # fmt: skip
     if kind != "rubric":
         score = _score(body.get("score"), kind, "score")
         return [{"dimension": None, "score": score, "scale_min": lo, "scale_max": hi,
