@@ -35,6 +35,7 @@ from calipers.verdicts.persample import (
     stage_rows,
     summarize_run,
 )
+from calipers.verdicts.ranking import rank_runs
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -350,10 +351,13 @@ class SummaryResult(SchemeResult):
     """Per-run summaries of a comparable scheme (layered or metric)."""
 
     runs: dict[str, RunSummary] = field(default_factory=dict)
+    # rank intervals and tie groups over the samples every run has (`verdicts.ranking`)
+    ranking: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         body = self.header()
         body["runs"] = {name: r.to_dict() for name, r in self.runs.items()}
+        body["ranking"] = self.ranking
         return body
 
     def to_frame(self, level: str = "run") -> pd.DataFrame:
@@ -403,4 +407,6 @@ def summarize(
         )
         for run in runs
     }
-    return SummaryResult(scheme, parameters, origin, list(staged.notes), summaries)
+    ranking, why = rank_runs(staged, runs, confidence_level=confidence_level, seed=seed)
+    notes = list(staged.notes) + ([why] if why else [])
+    return SummaryResult(scheme, parameters, origin, notes, summaries, ranking)

@@ -150,8 +150,33 @@ def summary(result: SummaryResult, console: Console) -> None:
     console.print(_variants_table(result.runs, f"{result.scheme} scores", None, label=label))
     if result.scheme == "layered":
         console.print("[dim]✗ layer mean below the gate · layers: F fact, B behavior, J judge[/]")
+    ranking_lines(result.ranking, console)
     repeats_table(result.runs, console)
     print_notes(result.notes, console)
+
+
+def ranking_lines(ranking: dict[str, Any] | None, console: Console) -> None:
+    """Each run's rank with its interval, and the tie groups (runs the data cannot order)."""
+    if not ranking:
+        return
+    level = f"{ranking['confidence_level']:.0%}"
+    ranks = " · ".join(
+        f"{escape(r['run'])} {r['rank']}"
+        + (f" [{r['rank_low']}–{r['rank_high']}]" if r["rank_low"] != r["rank_high"] else "")
+        for r in ranking["runs"]
+    )
+    console.print(f"ranks ({level} rank intervals): {ranks}", highlight=False)
+    tied = [g for g in ranking["groups"] if len(g) > 1]
+    if tied:
+        console.print(
+            "tied (not ordered by the data): "
+            + "; ".join(", ".join(escape(r) for r in g) for g in tied),
+            highlight=False,
+        )
+    console.print(
+        f"[dim]over {ranking['n_samples']} samples every run has, {ranking['n_resamples']} "
+        f"resamples, seed {ranking['seed']} (docs/rankings.md)[/]"
+    )
 
 
 def _diff_cell(d: Difference | None) -> str:
