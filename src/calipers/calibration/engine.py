@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+import numpy as np
+
 from calipers.schemes.robustness.scoring import (
     INVARIANCE_KINDS,
     SENSITIVITY_KINDS,
@@ -174,10 +176,17 @@ def summarize(
 def repeats(
     arrays: RunArrays, *, ks: list[int], confidence_level: float
 ) -> dict[tuple[str, int], Interval]:
-    """pass@k and pass^k of one run's 0/1 values (`summarize_repeats`), by (kind, k)."""
+    """pass@k and pass^k of one run's 0/1 values (`summarize_repeats`), by (kind, k); with groups
+    (`grouped` cells) the items' groups are the independent units, as `--cluster group` makes
+    them."""
+    item_clusters = None
+    if arrays.group is not None:
+        first = np.unique(arrays.sid, return_index=True)[1]
+        item_clusters = arrays.group[first]
     found = summarize_repeats(
-        arrays.values["value"], arrays.sid, ks=ks, confidence_level=confidence_level
-    )
+        arrays.values["value"], arrays.sid, ks=ks, item_clusters=item_clusters,
+        confidence_level=confidence_level,
+    )  # fmt: skip
     out = {}
     for kind, estimates in found.estimates.items():
         for e in estimates:
