@@ -172,3 +172,26 @@ def test_a_failed_first_import_leaves_no_store(
     assert main(["import", str(bad), "--db", str(db)]) == 1
     assert db.exists()
     assert "bad.jsonl" in capsys.readouterr().err
+
+
+def test_run_and_plan_write_an_html_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--html` wherever there is a report: the run report and the plan, as inert pages (the
+    run name is data: `<b>` stays text)."""
+    monkeypatch.chdir(tmp_path)
+    _suite(tmp_path)
+    (tmp_path / "ok.py").write_text(
+        "import json, sys\nopen(sys.argv[2], 'w').write(json.dumps({'output': 'ok'}))\n"
+    )
+    page = tmp_path / "run.html"
+    pipeline = f"{PY} ok.py {{input}} {{output}}"
+    code = main(["run", "suite.yaml", "--pipeline", pipeline, "--run", "<b>r</b>", "--db",
+                 str(tmp_path / "s.duckdb"), "--html", str(page), "-q"])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    text = page.read_text()
+    assert "&lt;b&gt;r&lt;/b&gt;" in text and "<b>r</b>" not in text
+    assert "<table" in text
+    plan = tmp_path / "plan.html"
+    assert main(["plan", "--sd", "1", "--effect", "0.2", "--html", str(plan), "-q"]) == 0
+    assert "calipers plan" in plan.read_text()

@@ -12,8 +12,9 @@ from rich.console import Console
 from calipers import api
 from calipers.cli.data import print_warnings
 from calipers.cli.main import cli
-from calipers.cli.options import db_option, json_option, quiet_option
+from calipers.cli.options import db_option, html_option, json_option, quiet_option
 from calipers.cli.output import emit
+from calipers.render.html import report_page
 from calipers.render.text import escape
 from calipers.verdicts.planning import Plan
 
@@ -115,9 +116,12 @@ from calipers.verdicts.planning import Plan
     help="No data: items per group.",
 )
 @json_option
+@html_option
 @quiet_option
 @db_option
-def plan_command(file: Path | None, json_out: str | None, db: Path, **params: Any) -> None:
+def plan_command(
+    file: Path | None, json_out: str | None, html_out: Path | None, db: Path, **params: Any
+) -> None:
     """How many items (and epochs) a comparison needs.
 
     With FILE or the store and --baseline RUN, the design is measured on that run (and on
@@ -152,7 +156,8 @@ def plan_command(file: Path | None, json_out: str | None, db: Path, **params: An
     emit(
         {"kind": "plan", **result.to_dict()},
         json_out=json_out,
-        html_out=None,
+        html_out=html_out,
+        page=lambda report: report_page(report, title="calipers plan"),
         show=lambda console: show_plan(result, console),
     )
 

@@ -13,6 +13,7 @@ from calipers.cli.main import cli, stdout_console
 from calipers.cli.options import (
     db_option,
     executor_options,
+    html_option,
     is_quiet,
     judge_options,
     judging_from,
@@ -105,6 +106,7 @@ def store_rows(rows: list[dict[str, object]], db: Path) -> tuple[int, int]:
     metavar="PATH|-",
     help="Write the run report to PATH (atomically), or to stdout for -.",
 )
+@html_option
 @quiet_option
 @db_option
 def run_command(
@@ -114,7 +116,7 @@ def run_command(
     judge_base_url: str | None, judge_key_env: str, judge_kind: str, judge_repeat: int,
     judge_timeout: float | None, judge_retries: int | None, max_judge_failures: float | None,
     no_debias_length: bool, executor: str,
-    ray_address: str | None, json_path: str | None, db: Path,
+    ray_address: str | None, json_path: str | None, html_out: Path | None, db: Path,
 ) -> None:  # fmt: skip
     """Run SUITE's tasks through the pipeline (bounded pool, cached, resumable), grade their
     assertions, call the judges and record every sample in the store.
@@ -154,6 +156,10 @@ def run_command(
         from calipers.render.json_report import write_json
 
         write_json(body, json_path)
+    if html_out is not None:
+        from calipers.render.html import report_page, write_html
+
+        write_html(report_page(body, title=f"calipers run · {run_name}"), html_out)
     if not is_quiet() and json_path != "-":
         report(body, result, db)
     if result.failed == len(result.rows):

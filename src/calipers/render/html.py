@@ -123,6 +123,24 @@ def _cell(value: Any) -> str:
     return _num(value, 3) if isinstance(value, float | bool) or value is None else str(value)
 
 
+def report_page(report: dict[str, Any], *, title: str) -> str:
+    """A page for a report that is not a score or a comparison (`run`, `plan`): its top-level
+    fields, each mapping of fields, then its tables of records — every value shown as text."""
+    from calipers.render.json_report import clean
+
+    report = clean(report)
+    fields = [[k, _cell(v)] for k, v in report.items() if _scalar(v)]
+    tables: list[tuple[str, dict[str, Any]]] = []
+    if fields:
+        tables.append(("summary", {"columns": ["field", "value"], "rows": fields}))
+    for key, value in report.items():
+        if isinstance(value, dict) and value and all(_scalar(v) for v in value.values()):
+            rows = [[str(k), _cell(v)] for k, v in value.items()]
+            tables.append((key, {"columns": ["field", "value"], "rows": rows}))
+    tables += generic_tables(report)
+    return render("generic-compare", report, title=title, tables=tables)
+
+
 def generic_page(report: dict[str, Any], *, title: str) -> str:
     """A comparison page for a report no template knows: its verdict and its tables."""
     from calipers.render.json_report import clean
