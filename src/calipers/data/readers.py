@@ -13,7 +13,7 @@ import csv
 import io
 import json
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -282,6 +282,38 @@ def keep_runs(
     wanted = ", ".join(sql_literal(r) for r in runs)
     for table in tables:
         con.execute(f"DELETE FROM {table} WHERE run NOT IN ({wanted})")
+
+
+def stage_files(
+    con: duckdb.DuckDBPyConnection,
+    paths: list[Path],
+    prefix: str,
+    *,
+    run: str | None,
+    fmt: str,
+    mapping: dict[str, str] | None,
+    runs: Sequence[str] | None,
+) -> tuple[list[StagedFile], list[Problem], list[Problem]]:
+    """Stage each file into `{prefix}{i}`, gathering every file's problems (one failing file
+    raises its own error, with its own hint), keep `runs`, and find the keys two files share:
+    (staged, problems, shared)."""
+    staged: list[StagedFile] = []
+    problems: list[Problem] = []
+    failures: list[ValidationError] = []
+    for i, path in enumerate(paths):
+        try:
+            staged.append(stage_file(con, Path(path), f"{prefix}{i}", run=run, fmt=fmt,
+                                     mapping=mapping))  # fmt: skip
+        except ValidationError as exc:
+            failures.append(exc)
+            problems.extend(exc.problems)
+    if len(failures) == 1:
+        raise failures[0]
+    if runs:
+        keep_runs(con, [s.table for s in staged], list(runs), ", ".join(map(str, paths)))
+        for s in staged:
+            s.rows = scalar(con, f"SELECT count(*) FROM {s.table}")
+    return staged, problems, cross_file_duplicates(con, staged)
 
 
 def cross_file_duplicates(

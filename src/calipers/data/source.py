@@ -8,10 +8,10 @@ from pathlib import Path
 
 import duckdb
 
-from calipers.data.readers import StagedFile, cross_file_duplicates, keep_runs, stage_file
+from calipers.data.readers import keep_runs, stage_file, stage_files
 from calipers.data.sampleset import SampleSet
 from calipers.data.store import Store
-from calipers.errors import DataError, InputError, Problem, ValidationError
+from calipers.errors import DataError, InputError, ValidationError
 from calipers.workspace import DEFAULT_DB
 
 
@@ -80,23 +80,10 @@ def _open_files(
         return open_samples(paths[0], runs=runs, rename=rename, format=format, mapping=mapping)
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")
-    staged: list[StagedFile] = []
-    problems: list[Problem] = []
-    failures: list[ValidationError] = []
     origin = ", ".join(map(str, paths))
-    for i, path in enumerate(paths):
-        try:
-            staged.append(
-                stage_file(con, path, f"file_samples_{i}", run=rename, fmt=format, mapping=mapping)
-            )
-        except ValidationError as exc:
-            failures.append(exc)
-            problems.extend(exc.problems)
-    if len(failures) == 1:
-        raise failures[0]  # keeps its own hint
-    if runs:
-        keep_runs(con, [s.table for s in staged], list(runs), origin)
-    shared = cross_file_duplicates(con, staged)
+    staged, problems, shared = stage_files(
+        con, paths, "file_samples_", run=rename, fmt=format, mapping=mapping, runs=runs
+    )
     if shared and not problems:
         raise ValidationError(
             shared,

@@ -26,9 +26,9 @@ import duckdb
 from calipers.data import migrations
 from calipers.data.files import sql_literal, sql_name, visible_controls
 from calipers.data.model import FIELD_BY_NAME, FIELD_NAMES, FIELDS, KEY
-from calipers.data.readers import StagedFile, cross_file_duplicates, keep_runs, stage_file
+from calipers.data.readers import StagedFile, stage_files
 from calipers.data.sampleset import SampleSet, scalar
-from calipers.errors import DataError, InputError, Problem, ValidationError
+from calipers.errors import DataError, InputError, ValidationError
 
 # DuckDB spills to disk beyond this; it keeps a 1M-sample import under 1 GB of RSS
 # (benchmarks/README.md). Override with the CALIPERS_MEMORY_LIMIT environment variable.
@@ -350,30 +350,15 @@ class Store:
             raise InputError("no file to import")
         con = self.con
         staged: list[StagedFile] = []
-        problems: list[Problem] = []
-        failures: list[ValidationError] = []
         # Row order inside the store carries no meaning; not preserving it saves memory.
         con.execute("SET preserve_insertion_order = false")
         try:
             # Stage into connection-local temp tables first: they never touch the store file,
             # and a failed read there cannot abort the transaction that writes.
-            for i, path in enumerate(paths):
-                try:
-                    staged.append(
-                        stage_file(
-                            con, Path(path), f"stage_{i}", run=run, fmt=format, mapping=mapping
-                        )
-                    )
-                except ValidationError as exc:
-                    failures.append(exc)
-                    problems.extend(exc.problems)
-            if len(failures) == 1:
-                raise failures[0]  # keeps its own hint
-            if runs:
-                keep_runs(con, [s.table for s in staged], list(runs), ", ".join(map(str, paths)))
-                for s in staged:
-                    s.rows = scalar(con, f"SELECT count(*) FROM {s.table}")
-            shared = cross_file_duplicates(self.con, staged)
+            staged, problems, shared = stage_files(
+                con, [Path(p) for p in paths], "stage_", run=run, fmt=format, mapping=mapping,
+                runs=runs,
+            )  # fmt: skip
             if shared and not problems:
                 raise ValidationError(
                     shared,

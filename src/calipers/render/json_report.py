@@ -40,7 +40,12 @@ def dumps(report: dict[str, Any]) -> str:
 
 def write_json(report: dict[str, Any], destination: str | Path) -> None:
     """Write to a path (temp file in the same directory, then rename) or to stdout for "-"."""
-    text = dumps(report)
+    write_report_text(dumps(report), destination, option="--json")
+
+
+def write_report_text(text: str, destination: str | Path, *, option: str) -> None:
+    """A report's text to a path (temp file in the same directory, then rename: nothing
+    half-written) or to stdout for "-"; `option` names the flag in errors."""
     if str(destination) == "-":
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -48,7 +53,7 @@ def write_json(report: dict[str, Any], destination: str | Path) -> None:
     path = Path(destination)
     if path.is_dir():
         raise InputError(
-            f"--json {path}: is a directory", hint="Give a file path, or - for stdout."
+            f"{option} {path}: is a directory", hint="Give a file path, or - for stdout."
         )
     try:
         write_atomic(path, text, shared=True)

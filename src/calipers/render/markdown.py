@@ -12,14 +12,11 @@ references, emoji)."""
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from calipers.data.files import write_atomic
-from calipers.errors import InputError
-from calipers.render.json_report import clean
+from calipers.render.json_report import clean, write_report_text
 
 MAX_MOVED = 10  # tasks (or cases) listed before "and N more"
 
@@ -568,16 +565,4 @@ def check_markdown(
 def write_markdown(text: str, destination: str | Path) -> None:
     """Write to a path (temp file in the same directory, then rename: nothing half-written) or
     to stdout for "-"."""
-    if str(destination) == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    path = Path(destination)
-    if path.is_dir():
-        raise InputError(
-            f"--markdown {path}: is a directory", hint="Give a file path, or - for stdout."
-        )
-    try:
-        write_atomic(path, text, shared=True)
-    except OSError as exc:
-        raise InputError(f"cannot write {path}: {exc.strerror}") from exc
+    write_report_text(text, destination, option="--markdown")
