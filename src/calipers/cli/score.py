@@ -74,17 +74,24 @@ def _open(
     )
 
 
+def reasonscore_options(func: Any) -> Any:
+    """`--z` and `--tier-order`, for score and leaderboard."""
+    func = click.option(
+        "--tier-order",
+        default=None,
+        metavar="TIER,…",
+        help="reasonscore: tiers easiest first, e.g. easy,medium,hard (default: trivial < easy "
+        "< medium < hard < extreme, numbered tiers by number, otherwise by observed difficulty).",
+    )(func)
+    return click.option(
+        "--z", type=float, default=None, help="reasonscore: Wilson z (default 1.96)."
+    )(func)
+
+
 @cli.command()
 @click.argument("file", required=False, type=click.Path(path_type=Path))
 @click.option("--scheme", "scheme_name", required=True, help="Scoring scheme (`calipers schemes`).")
-@click.option("--z", type=float, default=None, help="reasonscore: Wilson z (default 1.96).")
-@click.option(
-    "--tier-order",
-    default=None,
-    metavar="TIER,…",
-    help="reasonscore: tiers easiest first, e.g. easy,medium,hard (default: trivial < easy < "
-    "medium < hard < extreme, numbered tiers by number, otherwise by observed difficulty).",
-)
+@reasonscore_options
 @runs_option
 @as_option
 @map_option
@@ -159,14 +166,7 @@ def _reading(scheme: str) -> Callable[[float, str], str] | None:
     show_default=True,
     help="A scheme that ranks runs.",
 )
-@click.option("--z", type=float, default=None, help="reasonscore: Wilson z (default 1.96).")
-@click.option(
-    "--tier-order",
-    default=None,
-    metavar="TIER,…",
-    help="reasonscore: tiers easiest first, e.g. easy,medium,hard (default: trivial < easy < "
-    "medium < hard < extreme, numbered tiers by number, otherwise by observed difficulty).",
-)
+@reasonscore_options
 @runs_option
 @as_option
 @map_option
