@@ -189,6 +189,7 @@ SCHEME_PARAMETERS = {
     "metric": "metric",
     "weights": "weights",
     "standardize": "standardize",
+    "calibrate_judges": "calibrate_judges",
     "threshold": "threshold",
     "n_resamples": "n_resamples",
     "seed": "seed",
@@ -244,6 +245,10 @@ def layered_metric_options(func: Any) -> Any:
                      help="layered: e.g. fact=2,judge=1."),
         click.option("--standardize", is_flag=True,
                      help="layered: z-score each layer before weighting."),
+        click.option("--calibrate-judges", is_flag=True,
+                     help="layered: correct the judge layer (each run's mean and each paired "
+                     "difference) by the samples with human labels, by PPI++ (docs/judges.md); "
+                     "at least 30 labelled samples."),
         click.option("--threshold", type=float, default=3.5, show_default=True,
                      help="layered: the gate every present layer's mean must reach."),
         click.option("--interval", type=click.Choice(list(INTERVAL_METHODS)), default="auto",

@@ -41,6 +41,7 @@ class PairResult:
     decision: Decision
     badges: dict[str, Any]
     margin: MarginDecision | None = None  # with --margin
+    judge_calibration: dict[str, Any] | None = None  # --calibrate-judges (PPI++)
 
     def to_dict(self) -> dict[str, Any]:
         c = self.comparison
@@ -69,6 +70,11 @@ class PairResult:
             "tasks": c.tasks,
             "task_adjust": c.task_adjust,
             "repeats": None if c.repeats is None else c.repeats.to_dict(),
+            **(
+                {"judge_calibration": self.judge_calibration}
+                if self.judge_calibration is not None
+                else {}
+            ),
             "notes": c.notes,
         }
 

@@ -23,6 +23,7 @@ from calipers.stats.estimate import INTERVAL_METHODS
 from calipers.verdicts.by_task import ADJUSTMENTS
 from calipers.verdicts.compare import CompareResult, check_runs, compare_staged, scale_span
 from calipers.verdicts.gates import DEFAULT_THRESHOLD
+from calipers.verdicts.judge_calibration import calibrate_pair, calibrate_run
 from calipers.verdicts.persample import CLUSTERS, StagedScores
 from calipers.verdicts.planning import Design
 
@@ -51,7 +52,7 @@ class PairedScheme(ComparableScheme):
         treatments = list(candidates)
         check_runs(samples.runs(), samples.origin, baseline, treatments)
         staged = self.stage(samples, [baseline, *treatments], o)
-        return compare_staged(
+        result = compare_staged(
             staged,
             scheme=self.name,
             origin=samples.origin,
@@ -71,6 +72,14 @@ class PairedScheme(ComparableScheme):
             by_task=o.by_task,  # type: ignore[attr-defined]
             adjust=o.adjust,  # type: ignore[attr-defined]
         )
+        if getattr(o, "calibrate_judges", False):
+            for pair in result.pairs:
+                pair.judge_calibration = calibrate_pair(
+                    staged.fetch(baseline), staged.fetch(pair.comparison.treatment),
+                    cluster=o.cluster,  # type: ignore[attr-defined]
+                    confidence_level=o.confidence_level,  # type: ignore[attr-defined]
+                )  # fmt: skip
+        return result
 
     def plan(
         self,
@@ -113,7 +122,7 @@ class PairedScheme(ComparableScheme):
             "interval": options.interval,
             "cluster": options.cluster,
         }
-        return summarize(
+        result = summarize(
             staged,
             runs,
             scheme=self.name,
@@ -126,6 +135,13 @@ class PairedScheme(ComparableScheme):
             interval=options.interval,
             cluster=options.cluster,
         )
+        if getattr(options, "calibrate_judges", False):
+            result.judge_calibration = {
+                run: calibrate_run(staged.fetch(run), cluster=options.cluster,
+                                   confidence_level=options.confidence_level)
+                for run in runs
+            }  # fmt: skip
+        return result
 
     def terminal(self, result: Any, console: Console, *, detail: bool = False) -> None:
         terminal.summary(result, console)
@@ -150,6 +166,8 @@ class PairedOptions(BootstrapOptions):
 
 class LayeredOptions(PairedOptions):
     weights: str | Mapping[str, Any] | None = None  # "fact=2,judge=1" or a mapping
+    # correct the judge layer by the human-labelled samples (PPI++, docs/judges.md)
+    calibrate_judges: bool = False
     standardize: bool = False  # z-score each layer before weighting
     threshold: float = DEFAULT_THRESHOLD  # the gate every present layer's mean must reach
 
@@ -192,4 +210,5 @@ class LayeredScheme(PairedScheme):
             "weights": parse_weights(options.weights),
             "standardize": options.standardize,
             "threshold": options.threshold,
+            "calibrate_judges": options.calibrate_judges,
         }

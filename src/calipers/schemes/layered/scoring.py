@@ -353,11 +353,15 @@ class SummaryResult(SchemeResult):
     runs: dict[str, RunSummary] = field(default_factory=dict)
     # rank intervals and tie groups over the samples every run has (`verdicts.ranking`)
     ranking: dict[str, Any] | None = None
+    # --calibrate-judges: each run's judge layer corrected by its human labels (PPI++)
+    judge_calibration: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         body = self.header()
         body["runs"] = {name: r.to_dict() for name, r in self.runs.items()}
         body["ranking"] = self.ranking
+        if self.judge_calibration is not None:
+            body["judge_calibration"] = self.judge_calibration
         return body
 
     def to_frame(self, level: str = "run") -> pd.DataFrame:

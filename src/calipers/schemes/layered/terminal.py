@@ -151,8 +151,31 @@ def summary(result: SummaryResult, console: Console) -> None:
     if result.scheme == "layered":
         console.print("[dim]✗ layer mean below the gate · layers: F fact, B behavior, J judge[/]")
     ranking_lines(result.ranking, console)
+    calibration_lines(result.judge_calibration, console)
     repeats_table(result.runs, console)
     print_notes(result.notes, console)
+
+
+def calibration_lines(found: dict[str, dict[str, Any]] | None, console: Console) -> None:
+    """--calibrate-judges: per run (or pair) the judge alone, the corrected figure with its
+    interval, the labels-only interval and what the judge added."""
+    if not found:
+        return
+    console.print("judge layer corrected by human labels (PPI++, docs/judges.md):")
+    for name, c in found.items():
+        if "refusal" in c:
+            console.print(f"  {escape(name)}: no correction — {escape(c['refusal'])}")
+            continue
+        human = c.get("human_only") or {}
+        line = (
+            f"  {escape(name)}: judge {c['judge_mean']:.2f} → {c['estimate']:.2f} "
+            f"[{c['low']:.2f}, {c['high']:.2f}] from {c['n_labelled']} labels "
+            f"(labels alone [{num(human.get('low'), '.2f')}, {num(human.get('high'), '.2f')}]; "
+            f"worth {c['effective_labels']:.0f} labels)"
+        )
+        if c.get("judge_too_weak"):
+            line += " · the judge adds little: the labels decide"
+        console.print(line, highlight=False)
 
 
 def ranking_lines(ranking: dict[str, Any] | None, console: Console) -> None:
@@ -306,6 +329,14 @@ def comparison(result: CompareResult, console: Console) -> None:
             )
         console.print(table)
         _tasks_moved(result, console)
+        calibration_lines(
+            {
+                p.comparison.treatment + " − " + result.control: p.judge_calibration
+                for p in result.pairs
+                if p.judge_calibration is not None
+            },
+            console,
+        )
         unit = escape(str(result.parameters.get("cluster", "sample_id")))
         boot = _method(result) in ("percentile", "bca")
         console.print(
