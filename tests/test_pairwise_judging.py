@@ -129,6 +129,11 @@ def test_a_position_biased_judge_flips_and_both_orders_remove_the_bias(
     assert main(["rank", "--pairwise", "--db", str(store), "--n-resamples", "500"]) == 0
     shown = capsys.readouterr().out
     assert "flip rate" in shown and "rank interval" in shown and "seed" in shown
+    # and the page: the strengths and rank intervals as tables, the judges' flip rate
+    assert main(["rank", "--pairwise", "--db", str(store), "--n-resamples", "500",
+                 "--html", "pairwise.html", "-q"]) == 0  # fmt: skip
+    page = Path("pairwise.html").read_text()
+    assert "bradley_terry · runs" in page and "charlie" in page and "flip_rate" in page
 
     # the key was sent (header) but is kept nowhere
     headers = {k.lower(): v for k, v in server.requests[0]["headers"].items()}

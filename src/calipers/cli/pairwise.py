@@ -46,7 +46,8 @@ def pairwise_rank_options(func: Any) -> Any:
 
 
 def rank_pairwise_command(
-    *, db: Path, runs: tuple[str, ...], json_out: str | None, pairwise_judges: tuple[str, ...],
+    *, db: Path, runs: tuple[str, ...], json_out: str | None, html_out: Path | None = None,
+    pairwise_judges: tuple[str, ...],
     orders: str, prior: float, rank_method: str, n_resamples: int, seed: int, confidence: float,
 ) -> None:  # fmt: skip
     from calipers.cli.output import emit
@@ -68,7 +69,13 @@ def rank_pairwise_command(
         rank_method=rank_method,  # type: ignore[arg-type]
         seed=seed,
     )  # fmt: skip
-    emit(report, json_out=json_out, html_out=None, show=lambda console: ranking(report, console))
+    from calipers.render.html import report_page
+
+    emit(
+        report, json_out=json_out, html_out=html_out,
+        page=lambda body: report_page(body, title="calipers rank --pairwise"),
+        show=lambda console: ranking(report, console),
+    )  # fmt: skip
 
 
 def grade_pairwise_command(

@@ -56,10 +56,12 @@ def rank_command(
     With --pairwise: the runs by Bradley–Terry strength over the store's pairwise verdicts, with
     bootstrap intervals, rank intervals and tie groups (docs/rankings.md)."""
     if pairwise:
-        if file is not None or rubric is not None or html_out is not None:
-            flag = "FILE" if file is not None else "--rubric" if rubric is not None else "--html"
+        if file is not None or rubric is not None:
+            flag = "FILE" if file is not None else "--rubric"
             raise InputError(f"{flag} does not apply with --pairwise (it ranks the store)")
-        rank_pairwise_command(db=db, runs=runs, json_out=json_out, **pairwise_options)
+        rank_pairwise_command(
+            db=db, runs=runs, json_out=json_out, html_out=html_out, **pairwise_options
+        )
         return
     if scheme != "rubric":
         raise InputError(f"rank supports --scheme rubric, not '{scheme}'", parameters=["scheme"])

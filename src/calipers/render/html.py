@@ -138,6 +138,12 @@ def report_page(report: dict[str, Any], *, title: str) -> str:
             rows = [[str(k), _cell(v)] for k, v in value.items()]
             tables.append((key, {"columns": ["field", "value"], "rows": rows}))
     tables += generic_tables(report)
+    for key, value in report.items():  # one level down: e.g. bradley_terry's runs
+        if isinstance(value, dict) and not all(_scalar(v) for v in value.values()):
+            fields = [[str(k), _cell(v)] for k, v in value.items() if _scalar(v)]
+            if fields:
+                tables.append((key, {"columns": ["field", "value"], "rows": fields}))
+            tables += [(f"{key} · {name}", t) for name, t in generic_tables(value)]
     return render("generic-compare", report, title=title, tables=tables)
 
 
