@@ -228,3 +228,23 @@ def test_scores_that_are_not_pass_fail_get_the_variance_split_only(tmp_path: Pat
     repeats = json.loads(result.stdout)["runs"]["r"]["repeats"]
     assert "pass@k" not in repeats and repeats["variance"]["within"] > 0
     assert "need 0/1 outcomes" in repeats["notes"][0]
+
+
+def test_judge_repeats_give_the_judges_own_noise(tmp_path: Path) -> None:
+    """A judge asked 3 times on each output: the pooled variance between its repeats (per
+    sample and judge) is reported, with its degrees of freedom, also without epochs."""
+    rng = np.random.default_rng(5)
+    rows, deviations = [], []
+    for i in range(30):
+        scores = np.clip(np.round(3 + rng.normal(0, 0.8, 3)), 1, 5)
+        deviations.append(float(np.sum((scores - scores.mean()) ** 2)))
+        rows.append({"run": "r", "task": "t", "sample_id": f"s{i}",
+                     "assertions": [{"type": "contains", "name": "f", "passed": True}],
+                     "judgments": [{"judge": "j", "repeat": k, "score": float(x)}
+                                   for k, x in enumerate(scores)]})  # fmt: skip
+    path = write(tmp_path / "judged.jsonl", rows)
+    result = CliRunner().invoke(cli, ["score", str(path), "--scheme", "layered", "--json", "-"])
+    assert result.exit_code == 0, result.output
+    judged = json.loads(result.stdout)["runs"]["r"]["repeats"]["judge_repeats"]
+    assert judged["df"] == 60
+    assert judged["variance"] == pytest.approx(sum(deviations) / 60, abs=1e-9)

@@ -57,6 +57,8 @@ class RunArrays:
     # Each sample's weight in the mean (`score_weights` of the metric: promptfoo's assertion
     # weights); None: every sample weighs 1.
     weight: FloatArray | None = None
+    # per row, over the repeats of each judge: Σ squared deviations and their degrees of freedom
+    judge_repeats: tuple[FloatArray, FloatArray] | None = None
 
     def weights(self, rows: npt.NDArray[Any]) -> FloatArray:
         """The weights of `rows` (a mask or indices) in a mean: 1/(the sample's rows among them)
@@ -137,6 +139,7 @@ class StagedRows:
         judges: Mapping[str, FloatArray] | None = None,
         human: FloatArray | None = None,
         weight: FloatArray | None = None,
+        judge_repeats: tuple[FloatArray, FloatArray] | None = None,
     ) -> dict[str, RunArrays]:
         """Split whole-table arrays (in the rows' order) into one RunArrays per run."""
         out = {}
@@ -154,6 +157,11 @@ class StagedRows:
                 human=human[span] if human is not None else None,
                 group=self.columns["group_code"][span] if "group_code" in self.columns else None,
                 weight=weight[span] if weight is not None else None,
+                judge_repeats=(
+                    None
+                    if judge_repeats is None
+                    else (judge_repeats[0][span], judge_repeats[1][span])
+                ),
             )
         return out
 
@@ -376,6 +384,7 @@ def summarize_run(
             arrays.sid,
             arrays.task_code,
             arrays.tasks,
+            judge_repeats=arrays.judge_repeats,
             units=None if cluster == "sample_id" else clusters,
             names=staged.names,
             confidence_level=confidence_level,

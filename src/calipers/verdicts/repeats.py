@@ -46,6 +46,9 @@ class RunRepeats:
     z: float
     tasks: dict[str, dict[str, list[KEstimate]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # the variance between repeats of one judge on one output (its own noise, on 1–5), pooled
+    judge_repeat_variance: float | None = None
+    judge_repeat_df: int = 0
 
     def planning(self) -> dict[str, Any] | None:
         if self.split is None:
@@ -67,8 +70,11 @@ class RunRepeats:
             "epochs": {"min": self.epochs[0], "max": self.epochs[1]},
             "variance": None if self.split is None else self.split.to_dict(),
             "planning": self.planning(),
+            "judge_repeats": None if self.judge_repeat_variance is None else {
+                "variance": self.judge_repeat_variance, "df": self.judge_repeat_df,
+            },
             "notes": self.notes,
-        }
+        }  # fmt: skip
         if self.summary is not None:
             s = self.summary.to_dict()
             body.update({kind: s[kind] for kind in KINDS})
@@ -95,17 +101,29 @@ def run_repeats(
     names: Names | None,
     confidence_level: float,
     z: float,
+    judge_repeats: tuple[FloatArray, FloatArray] | None = None,
 ) -> RunRepeats | None:
     """The repeats of one run's per-row scores (NaN: missing); None when no sample has two
-    scored epochs. `units` (per row) are the independent units when coarser than a sample."""
+    scored epochs and no judge was asked twice. `units` (per row) are the independent units
+    when coarser than a sample; `judge_repeats` (per row: Σ squared deviations of each judge's
+    repeats around their mean, and their degrees of freedom) gives the judges' own noise."""
     keep = np.isfinite(values)
     x, s = values[keep], sid[keep]
     if x.size == 0:
         return None
+    repeat_var, repeat_df = None, 0
+    if judge_repeats is not None and judge_repeats[1].sum() > 0:
+        repeat_df = int(judge_repeats[1].sum())
+        repeat_var = float(judge_repeats[0].sum() / repeat_df)
     codes = dense_codes(s)
     per_sample = np.bincount(codes)
     if per_sample.max() < 2:
-        return None
+        if repeat_var is None:
+            return None
+        return RunRepeats(
+            n_samples=int(per_sample.size), epochs=(1, 1), binary=False, summary=None,
+            split=None, z=z, judge_repeat_variance=repeat_var, judge_repeat_df=repeat_df,
+        )  # fmt: skip
     binary = _is_binary(x)
     split = variance_split(x, codes)
     first = np.unique(codes, return_index=True)[1]  # each sample's first row
@@ -143,6 +161,8 @@ def run_repeats(
         z=z,
         tasks=task_estimates,
         notes=notes,
+        judge_repeat_variance=repeat_var,
+        judge_repeat_df=repeat_df,
     )
 
 

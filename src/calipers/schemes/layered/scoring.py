@@ -267,6 +267,8 @@ def stage_layers(
         # a score off its scale: min and max catch it without another pass.
         for agg in ("sum", "count", "min", "max"):
             expressions[f"judge_{i}_{agg}"] = f"list_{agg}(judge_{i})"
+        # the repeats of one judge on one sample: their spread is the judge's own noise
+        expressions[f"judge_{i}_ss"] = f"list_sum(list_transform(judge_{i}, lambda x: x * x))"
     expressions["human"] = (
         "list_avg(list_transform(list_filter(human, lambda h: h.dimension IS NULL), "
         "lambda h: h.score))"
@@ -275,6 +277,7 @@ def stage_layers(
     values = _assertion_layers(samples, runs, rows)
     n = rows.columns["sid"].size
     judge_sum, judge_count = np.zeros(n), np.zeros(n)
+    repeat_ss, repeat_df = np.zeros(n), np.zeros(n)
     per_judge: dict[str, FloatArray] = {}
     for i, name in enumerate(judges):
         col = {agg: as_floats(rows.columns[f"judge_{i}_{agg}"]) for agg in ("sum", "min", "max")}
@@ -285,6 +288,11 @@ def stage_layers(
         total = np.nan_to_num(col["sum"])
         judge_sum += total
         judge_count += count
+        squares = np.nan_to_num(as_floats(rows.columns[f"judge_{i}_ss"]))
+        several = count >= 2
+        with np.errstate(invalid="ignore", divide="ignore"):
+            repeat_ss += np.where(several, squares - total * total / np.maximum(count, 1), 0.0)
+        repeat_df += np.where(several, count - 1, 0.0)
         if name is not None:
             with np.errstate(invalid="ignore", divide="ignore"):
                 per_judge[name] = np.where(count > 0, total / count, np.nan)
@@ -326,6 +334,7 @@ def stage_layers(
             {name: values[name] for name in LAYERS},
             per_judge if len(per_judge) >= 2 else {},
             human,
+            judge_repeats=(np.maximum(repeat_ss, 0.0), repeat_df) if repeat_df.any() else None,
         ),
         tasks=rows.tasks,
         components=LAYERS,

@@ -127,6 +127,13 @@ def repeats_table(runs: dict[str, RunSummary], console: Console) -> None:
         table.add_row(*cells)
     console.print(table)
     for name, body in rows.items():
+        judged = body.get("judge_repeats")
+        if judged:
+            console.print(
+                f"{escape(name)}: judges asked again on the same output differ by a variance of "
+                f"{judged['variance']:.3f} (1–5 scale, {judged['df']} degrees of freedom)",
+                highlight=False,
+            )
         plan, variance = body["planning"], body["variance"]
         if plan is None or variance is None:
             continue
