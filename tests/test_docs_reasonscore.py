@@ -58,7 +58,10 @@ def test_cli_json_report_has_the_documented_fields(capsys: pytest.CaptureFixture
     data = ROOT / "docs" / "examples" / "reasonscore.jsonl"
     assert main(["score", str(data), "--scheme", "reasonscore", "--json", "-"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["schema_version"] == "1" and report["parameters"] == {"z": 1.96}
+    assert report["schema_version"] == "1" and report["parameters"] == {
+        "z": 1.96,
+        "seed": 20240917,
+    }  # seed: the rank intervals
     assert [g["ranking"] for g in report["groups"]] == [["beta", "alpha"]]
     assert report["tier_order"] == ["easy", "hard"] and report["tier_order_rule"] == "vocabulary"
     run = report["runs"]["alpha"]

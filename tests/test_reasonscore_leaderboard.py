@@ -234,7 +234,12 @@ def test_the_leaderboard_shows_each_group_with_what_it_shares(
         "ranked": False,
         "ranking": ["fixture"],
         "pareto_frontier": ["fixture"],
+        "rank_intervals": None,  # a lone run has no rank to bound
     }
+    ranks = first["rank_intervals"]  # the three comparable runs: ranks with intervals
+    assert sorted(r["run"] for r in ranks["runs"]) == sorted(first["ranking"])
+    assert [r["run"] for r in ranks["runs"]] == first["ranking"]
+    assert all(r["rank_low"] <= r["rank"] <= r["rank_high"] for r in ranks["runs"])
     assert "group 1 of 2 · 3 runs ranked by score/token, sharing tiers easy, medium, hard × 12 " \
         "tasks" in " ".join(out.split())  # fmt: skip
     assert "group 2 of 2 · not ranked: the only run with tier easy × 1 task: arithmetic" in (

@@ -13,6 +13,7 @@ from calipers.schemes.reasonscore import html, scoring, terminal
 from calipers.schemes.reasonscore.ordering import parse_tier_order
 from calipers.schemes.reasonscore.scoring import ReasonScoreResult
 from calipers.schemes.registry import register
+from calipers.stats import DEFAULT_SEED
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 
 class ReasonScoreOptions(SchemeOptions):
     z: float = Field(default=1.96, gt=0, allow_inf_nan=False)  # Wilson z (1.96: 95%)
+    seed: int = Field(default=DEFAULT_SEED, ge=0)  # the rank intervals' bootstrap
     # tiers easiest first ("easy,medium,hard" or a list); None: the rules of `ordering`
     tier_order: tuple[str, ...] | None = None
 

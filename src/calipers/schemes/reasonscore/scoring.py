@@ -125,6 +125,7 @@ class RunGroup:
 
     shared: Shared
     runs: list[RunScore]  # best score/token first
+    ranks: dict[str, Any] | None = None  # rank intervals and tie groups (`ranks.group_ranks`)
 
     @property
     def ranked(self) -> bool:
@@ -150,6 +151,7 @@ class RunGroup:
             "ranked": self.ranked,
             "ranking": [r.run for r in self.runs],
             "pareto_frontier": self.pareto_frontier(),
+            "rank_intervals": self.ranks,
         }
 
 
@@ -158,6 +160,8 @@ class ReasonScoreResult(SchemeResult):
     runs: dict[str, RunScore] = field(default_factory=dict)
     tier_order: list[str] = field(default_factory=list)  # easiest first
     tier_order_rule: str = "vocabulary"  # given, vocabulary, numeric or observed
+    # each group's rank intervals, by its runs' names (sorted)
+    group_ranks: dict[tuple[str, ...], dict[str, Any]] = field(default_factory=dict)
 
     def groups(self) -> list[RunGroup]:
         """The runs in groups of comparable runs (the same (tier, task) pairs), each ranked by
@@ -167,7 +171,11 @@ class ReasonScoreResult(SchemeResult):
             pairs = frozenset((t.tier, task) for t in r.tiers.values() for task in t.tasks)
             by_pairs.setdefault(pairs, []).append(r)
         groups = [
-            RunGroup(Shared.of(pairs, self.tier_order), _by_score_per_token(runs))
+            RunGroup(
+                Shared.of(pairs, self.tier_order),
+                _by_score_per_token(runs),
+                self.group_ranks.get(tuple(sorted(r.run for r in runs))),
+            )
             for pairs, runs in by_pairs.items()
         ]
         return sorted(
@@ -415,12 +423,39 @@ def score_samples(samples: SampleSet, options: Any, *, name: str) -> ReasonScore
         result.runs[run_name] = _score_run(run_name, run_rows, z, result.notes)
     _order_tiers(result, given)
     groups = result.groups()
+    _rank_groups(samples, result, groups, z, getattr(options, "seed", None))
     if len(groups) > 1:
         result.notes.append(
             f"runs do not all cover the same (tier, task) pairs: they are ranked in {len(groups)} "
             "groups of comparable runs, never across groups"
         )
     return result
+
+
+def _rank_groups(
+    samples: SampleSet,
+    result: ReasonScoreResult,
+    groups: list[RunGroup],
+    z: float,
+    seed: int | None,
+) -> None:
+    """Rank intervals within each group of two runs or more (`ranks.group_ranks`)."""
+    from calipers.schemes.reasonscore.ranks import group_ranks
+
+    def rescore(run: str, rows: list[_Counts]) -> float | None:
+        return _score_run(run, rows, z, []).score_per_token
+
+    for group in groups:
+        found, why = group_ranks(
+            samples, group.runs, rescore=rescore, counts_type=_Counts, default=DEFAULT_LABEL,
+            seed=seed,
+        )  # fmt: skip
+        if found is not None:
+            result.group_ranks[tuple(sorted(r.run for r in group.runs))] = found
+        if why:
+            result.notes.append(why)
+    if result.group_ranks:
+        result.parameters["seed"] = next(iter(result.group_ranks.values()))["seed"]
 
 
 def _order_tiers(result: ReasonScoreResult, given: tuple[str, ...] | None) -> None:

@@ -37,14 +37,29 @@ def reasonscore_leaderboard(result: ReasonScoreResult, console: Console) -> None
             table.add_column(escape(tier), justify="right")
         table.add_column("tokens", justify="right")
         table.add_column("score/token", justify="right")
+        bounds = {r["run"]: r for r in (group.ranks or {}).get("runs", [])}
         for rank, run in enumerate(group.runs, start=1):
-            cells = [str(rank) if group.ranked else "—", escape(run.run)]
+            shown = str(rank) if group.ranked else "—"
+            if run.run in bounds and bounds[run.run]["rank_low"] != bounds[run.run]["rank_high"]:
+                shown += f" [{bounds[run.run]['rank_low']}–{bounds[run.run]['rank_high']}]"
+            cells = [shown, escape(run.run)]
             for tier in group.shared.tiers:
                 t = run.tiers.get(tier)
                 cells.append(num(t.score if t else None, ".0f"))
             cells += [num(run.avg_tokens, ".0f"), num(run.score_per_token, ".4f")]
             table.add_row(*cells)
         console.print(table)
+        if group.ranks:
+            tied = [g for g in group.ranks["groups"] if len(g) > 1]
+            console.print(
+                f"[dim]{escape('# [low–high]')}: the rank and its "
+                f"{group.ranks['confidence_level']:.0%} rank interval, from "
+                f"{group.ranks['n_resamples']} resamples of each run's samples, seed "
+                f"{group.ranks['seed']}"
+                + ("; tied: " + "; ".join(", ".join(escape(r) for r in g) for g in tied)
+                   if tied else "")
+                + " (docs/rankings.md)[/]"
+            )  # fmt: skip
     if len(result.tier_order) > 1:
         rule = RULES.get(result.tier_order_rule, result.tier_order_rule)
         console.print(
