@@ -36,7 +36,7 @@ def run_cli(tmp_path: Path, argv: list[str]) -> int:
 
 REFUSED_BY_SCORE = [
     (REASONSCORE, "reasonscore", ["--confidence", "0.5"], ["--confidence"]),
-    (REASONSCORE, "reasonscore", ["--seed", "3"], ["--seed"]),
+    (REASONSCORE, "reasonscore", ["--interval", "t"], ["--interval"]),
     (REASONSCORE, "reasonscore", ["--n-resamples", "500"], ["--n-resamples"]),
     (LAYERED, "layered", ["--z", "2"], ["--z"]),
     (REASONSCORE, "metric", ["--metric", "correct", "--weights", "fact=2"], ["--weights"]),

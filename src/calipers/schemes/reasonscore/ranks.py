@@ -12,10 +12,11 @@ import numpy as np
 
 from calipers.data.sampleset import SampleSet
 from calipers.stats._rng import resolve_rng
+from calipers.stats.intervals import wilson_interval
 from calipers.stats.rankings import rank_intervals
 
 RESAMPLES = 1_000
-MAX_SAMPLES = 50_000  # per group: each resample rescores every run in Python
+MAX_SAMPLES = 500_000  # per group: resamples × samples multinomial draws
 
 
 def _cells(samples: SampleSet, run: str, default: str) -> dict[tuple[str, str, str], Any]:
@@ -38,47 +39,67 @@ def _cells(samples: SampleSet, run: str, default: str) -> dict[tuple[str, str, s
     return {key: np.array(v, dtype=np.float64) for key, v in cells.items()}
 
 
+def per_token(
+    cells: dict[tuple[str, str, str], np.ndarray], counts: Any, *, z: float, floor: float
+) -> np.ndarray:
+    """score/token for each row of `counts` (resamples × samples of each cell, how often each
+    sample is drawn), by the seed's rules, vectorised over resamples: per task, Wilson on the
+    summed guess-corrected counts of its points less the truncated share, floored; per tier,
+    1000 · the geometric mean of its tasks; the run, the mean of tier scores over the mean of the
+    tiers' average output tokens. NaN where a figure is undefined."""
+    tasks: dict[tuple[str, str], list[np.ndarray]] = {}
+    tier_tokens: dict[str, list[np.ndarray]] = {}
+    for (tier, task, _), x in cells.items():
+        d = counts[(tier, task, _)]
+        n = float(x.shape[0])
+        correct, guess, truncated = d @ x[:, 0], d @ x[:, 1], d @ x[:, 2]
+        tokens, has_tokens = d @ np.nan_to_num(x[:, 3]), d @ np.isfinite(x[:, 3])
+        sums = tasks.setdefault((tier, task), [0.0, 0.0, 0.0, 0.0])  # type: ignore[list-item]
+        sums[0] = sums[0] + (correct - guess)
+        sums[1] = sums[1] + (n - guess)
+        sums[2] = sums[2] + truncated
+        sums[3] = sums[3] + n
+        tok = tier_tokens.setdefault(tier, [0.0, 0.0])  # type: ignore[list-item]
+        tok[0], tok[1] = tok[0] + tokens, tok[1] + has_tokens
+    logs: dict[str, list[np.ndarray]] = {}
+    for (tier, _), (adj_s, adj_n, truncated, total) in tasks.items():
+        center, margin = wilson_interval(adj_s, adj_n, z=z)
+        raw = center + margin - truncated / total
+        logs.setdefault(tier, []).append(np.log(np.maximum(floor, raw)))  # NaN stays NaN
+    scores = [1000.0 * np.exp(np.mean(v, axis=0)) for v in logs.values()]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tokens = [t[0] / t[1] for t in tier_tokens.values()]
+        avg_score, avg_tokens = np.mean(scores, axis=0), np.mean(tokens, axis=0)
+        return np.asarray(np.where(avg_tokens > 0, avg_score / avg_tokens, np.nan))
+
+
 def run_draws(
     samples: SampleSet,
     run: str,
     *,
-    rescore: Any,
-    counts_type: Any,
+    z: float,
+    floor: float,
     default: str,
     n_resamples: int,
     rng: np.random.Generator,
-) -> np.ndarray:
-    """score/token of `run` on each resample (NaN where it is undefined)."""
+) -> tuple[np.ndarray, float]:
+    """score/token of `run` on each resample (NaN where undefined), and on the data itself."""
     cells = _cells(samples, run, default)
-    sums = {}
-    for key, x in cells.items():
-        n = x.shape[0]
-        draws = rng.multinomial(n, np.full(n, 1.0 / n), size=n_resamples)  # resamples × n
-        tokens = np.nan_to_num(x[:, 3])
-        has_tokens = np.isfinite(x[:, 3]).astype(np.float64)
-        sums[key] = (
-            n,
-            draws @ x[:, 0], draws @ x[:, 1], draws @ x[:, 2], draws @ tokens, draws @ has_tokens,
-        )  # fmt: skip
-    out = np.full(n_resamples, np.nan)
-    for b in range(n_resamples):
-        rows = [
-            counts_type(run, tier, task, point, n, round(float(c[b])), float(g[b]),
-                        round(float(t[b])), 0, 0, float(tok[b]), round(float(tn[b])))
-            for (tier, task, point), (n, c, g, t, tok, tn) in sums.items()
-        ]  # fmt: skip
-        score = rescore(run, rows)
-        if score is not None:
-            out[b] = score
-    return out
+    draws = {
+        key: rng.multinomial(x.shape[0], np.full(x.shape[0], 1.0 / x.shape[0]), size=n_resamples)
+        for key, x in cells.items()
+    }
+    observed = {key: np.ones((1, x.shape[0])) for key, x in cells.items()}
+    point = float(per_token(cells, observed, z=z, floor=floor)[0])
+    return per_token(cells, draws, z=z, floor=floor), point
 
 
 def group_ranks(
     samples: SampleSet,
     runs: list[Any],
     *,
-    rescore: Any,
-    counts_type: Any,
+    z: float,
+    floor: float,
     default: str,
     seed: int | None,
     confidence_level: float = 0.95,
@@ -93,11 +114,12 @@ def group_ranks(
             f"(above {MAX_SAMPLES:,}, the rescoring bootstrap would take minutes)"
         )
     generator, used = resolve_rng(seed)
-    draws = {
-        r.run: run_draws(samples, r.run, rescore=rescore, counts_type=counts_type,
-                         default=default, n_resamples=RESAMPLES, rng=generator)
-        for r in ranked
-    }  # fmt: skip
+    draws = {}
+    for r in ranked:
+        draws[r.run], point = run_draws(samples, r.run, z=z, floor=floor, default=default,
+                                        n_resamples=RESAMPLES, rng=generator)  # fmt: skip
+        # the vectorised rules must give the scheme's own score/token on the data itself
+        assert np.isclose(point, float(r.score_per_token), rtol=1e-9), (r.run, point)
     undefined = [name for name, d in draws.items() if np.isnan(d).any()]
     if undefined:
         return None, (

@@ -442,14 +442,10 @@ def _rank_groups(
     """Rank intervals within each group of two runs or more (`ranks.group_ranks`)."""
     from calipers.schemes.reasonscore.ranks import group_ranks
 
-    def rescore(run: str, rows: list[_Counts]) -> float | None:
-        return _score_run(run, rows, z, []).score_per_token
-
     for group in groups:
         found, why = group_ranks(
-            samples, group.runs, rescore=rescore, counts_type=_Counts, default=DEFAULT_LABEL,
-            seed=seed,
-        )  # fmt: skip
+            samples, group.runs, z=z, floor=TASK_FLOOR, default=DEFAULT_LABEL, seed=seed
+        )
         if found is not None:
             result.group_ranks[tuple(sorted(r.run for r in group.runs))] = found
         if why:
