@@ -310,3 +310,18 @@ def test_run_filter_on_a_file_and_on_the_store(
     assert full[1] in out and "fixture" not in out and full[0] not in out
     assert main(["leaderboard", "--db", str(db), "--run", "nope"]) == 1
     assert "no such run" in capsys.readouterr().err
+
+
+def test_rank_intervals_reproduce_the_scores_and_are_seeded() -> None:
+    """The bootstrap rescoring (guessing correction, truncation, tokens) reproduces every run's
+    own score/token on the data — else the intervals are left out with a note — and the same
+    seed gives the same intervals."""
+    import calipers
+
+    example = Path(__file__).parent.parent / "docs" / "examples" / "reasonscore.jsonl"
+    first = calipers.score(example, "reasonscore", seed=4).to_dict()  # type: ignore[attr-defined]
+    again = calipers.score(example, "reasonscore", seed=4).to_dict()  # type: ignore[attr-defined]
+    assert not any("does not reproduce" in n for n in first["notes"])
+    ranks = first["groups"][0]["rank_intervals"]
+    assert ranks is not None and ranks["seed"] == 4
+    assert ranks == again["groups"][0]["rank_intervals"]
