@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +20,20 @@ from calipers.cli.options import (
     judging_from,
     quiet_option,
 )
-from calipers.errors import DataError, Interrupted
+from calipers.errors import CalipersError, DataError, InputError, Interrupted
 from calipers.render.text import escape
 from calipers.running.executor import default_workers
 from calipers.running.judging import CallCounts, JudgeSummary, judge_failures, summarize
-from calipers.running.run_suite import RunInterrupted, RunOptions, SuiteRun, run_suite
+from calipers.running.run_suite import (
+    PairwisePlan,
+    RunInterrupted,
+    RunOptions,
+    SuiteRun,
+    check_pairwise,
+    judge_against,
+    pairwise_plan,
+    run_suite,
+)
 from calipers.running.suite import load_suite
 
 RUN_SCHEMA_VERSION = 1
@@ -98,6 +108,20 @@ def store_rows(rows: list[dict[str, object]], db: Path) -> tuple[int, int]:
     help="Seed of the retry jitter (recorded).",
 )
 @judge_options
+@click.option(
+    "--pairwise-against",
+    "pairwise_against",
+    multiple=True,
+    metavar="RUN",
+    help="After the run is stored, judge its outputs against RUN's (a run in the store) on the "
+    "samples they share, in both orders, with the --judge judges (repeatable; replaces the "
+    "suite's judge.pairwise.against); then `calipers rank --pairwise`.",
+)
+@click.option(
+    "--no-pairwise",
+    is_flag=True,
+    help="Skip the pairwise judging the suite asks for (judge.pairwise).",
+)
 @executor_options
 @click.option(
     "--json",
@@ -115,15 +139,21 @@ def run_command(
     no_cache: bool, seed: int, judges: tuple[str, ...],
     judge_base_url: str | None, judge_key_env: str, judge_kind: str, judge_repeat: int,
     judge_timeout: float | None, judge_retries: int | None, max_judge_failures: float | None,
-    no_debias_length: bool, executor: str,
+    no_debias_length: bool, pairwise_against: tuple[str, ...], no_pairwise: bool, executor: str,
     ray_address: str | None, json_path: str | None, html_out: Path | None, db: Path,
 ) -> None:  # fmt: skip
     """Run SUITE's tasks through the pipeline (bounded pool, cached, resumable), grade their
     assertions, call the judges and record every sample in the store.
 
+    With --pairwise-against RUN (or the suite's judge.pairwise.against), the stored run is then
+    judged against RUN in both orders on their shared samples (docs/rankings.md).
+
     Exit codes: 0 ok, 1 a suite or option problem, 2 every invocation failed, or a judge
-    failed on every call (or beyond --max-judge-failures); the samples are stored either way.
+    failed on every call (or beyond --max-judge-failures), or the run shares no sample with a
+    run it is compared with; the samples are stored either way.
     """
+    if no_pairwise and pairwise_against:
+        raise InputError("--no-pairwise and --pairwise-against contradict each other")
     loaded = load_suite(suite)
     codes = tuple(sorted({*loaded.pipeline.transient_exit_codes, *transient_exit}))
     options = RunOptions(
@@ -139,6 +169,9 @@ def run_command(
         ),
         executor="ray" if executor == "ray" else "local", ray_address=ray_address,
     )  # fmt: skip
+    plan, plan_notes = pairwise_plan(loaded, run_name, pairwise_against, off=no_pairwise)
+    if plan is not None:  # before the pipeline runs: a typo in a run name costs nothing
+        check_pairwise(plan, db, loaded, options.judging)
     try:
         result = run_suite(loaded, command, options)
     except RunInterrupted as stop:
@@ -150,8 +183,14 @@ def run_command(
             hint="Run the same command again to finish: finished pipeline invocations and judge "
             "replies are cached and not repeated.",
         ) from None
+    result.notes.extend(plan_notes)
     stored, replaced = store_rows(result.rows, db)
     body = run_report(result, loaded.name, options, stored, replaced)
+    failure = run_failure(result, summarize(result.rows)[0], max_judge_failures)
+    pairs = None
+    if plan is not None and failure is None:  # a broken pipeline or judge: no pairs to judge
+        pairs, failure = judge_pairwise(plan, options, db, stored, max_judge_failures)
+        body["pairwise"] = pairs
     if json_path is not None:
         from calipers.render.json_report import write_json
 
@@ -162,24 +201,138 @@ def run_command(
         write_html(report_page(body, title=f"calipers run · {run_name}"), html_out)
     if not is_quiet() and json_path != "-":
         report(body, result, db)
+        if pairs is not None:
+            pairwise_report(pairs, options.run_name, db)
+    if failure is not None:
+        raise failure
+
+
+def run_failure(
+    result: SuiteRun, summaries: list[JudgeSummary], max_judge_failures: float | None
+) -> CalipersError | None:
+    """Why the run exits 2, if it does: every invocation failed, or a judge did."""
     if result.failed == len(result.rows):
-        raise DataError(
+        return DataError(
             f"every invocation failed ({result.rows[0].get('error')})",
             hint="Run the pipeline by hand on one task's input; see docs/running.md for the "
             'output contract ({"output": …}).',
         )
-    raise_judge_failures(summarize(result.rows)[0], max_judge_failures)
+    return judge_failure(summaries, max_judge_failures)
+
+
+def judge_failure(summaries: list[JudgeSummary], max_fraction: float | None) -> DataError | None:
+    why = judge_failures(summaries, max_fraction)
+    if why is None:
+        return None
+    return DataError(
+        why,
+        hint="Check the judge's key (--judge-key-env), endpoint and model; the samples are "
+        "stored with those judgments missing, and a re-run asks again (failures are never "
+        "cached).",
+    )
 
 
 def raise_judge_failures(summaries: list[JudgeSummary], max_fraction: float | None) -> None:
-    why = judge_failures(summaries, max_fraction)
-    if why is not None:
-        raise DataError(
-            why,
-            hint="Check the judge's key (--judge-key-env), endpoint and model; the samples are "
-            "stored with those judgments missing, and a re-run asks again (failures are never "
-            "cached).",
+    failure = judge_failure(summaries, max_fraction)
+    if failure is not None:
+        raise failure
+
+
+def judge_pairwise(
+    plan: PairwisePlan, options: RunOptions, db: Path, stored: int,
+    max_judge_failures: float | None,
+) -> tuple[dict[str, Any], CalipersError | None]:  # fmt: skip
+    """The stored run against the plan's runs, pairwise: the report's `pairwise` section, and
+    why the command exits 2 if it does (nothing shared, or a judge failed)."""
+    from calipers.grading.pairwise import judge_stats, load_template, pair_tallies
+
+    template = load_template(debias_length=options.judging.debias_length)
+    section: dict[str, Any] = {
+        "against": list(plan.against), "prompt_hash": template.sha256, "pairs": 0,
+        "replaced": 0, "unshared": list(plan.against), "without_input": 0, "judges": [],
+        "outcomes": [],
+    }  # fmt: skip
+    try:
+        judged = judge_against(
+            db, options.run_name, plan, options.judging, workers=options.workers,
+            executor=options.executor, ray_address=options.ray_address,
+            progress=options.progress,
+        )  # fmt: skip
+    except DataError as nothing_shared:
+        return section, nothing_shared
+    except Interrupted as stop:
+        raise Interrupted(
+            f"run '{options.run_name}' is stored ({stored} samples in {db}); pairwise {stop}",
+            hint=stop.hint,
+        ) from None
+    stats = judge_stats(judged.rows)
+    section.update(
+        pairs=len({(r.run_a, r.run_b, r.task, r.sample_id, r.epoch) for r in judged.rows}),
+        replaced=judged.replaced,
+        unshared=sorted({r for pair in judged.unshared for r in pair} - {options.run_name}),
+        without_input=judged.without_input,
+        judges=[
+            {**s.to_dict(), "cached": judged.calls.get(s.judge, CallCounts()).cached,
+             "called": judged.calls.get(s.judge, CallCounts()).called}
+            for s in stats
+        ],
+        outcomes=[t.to_dict() for t in pair_tallies(judged.rows)],
+    )  # fmt: skip
+    summaries = [
+        JudgeSummary(s.judge, (0.0, 1.0), s.pairs, s.calls, s.failed, None, None, s.first_error)
+        for s in stats
+    ]
+    why = judge_failures(summaries, max_judge_failures)
+    failure = None if why is None else DataError(
+        f"pairwise: {why}",
+        hint="Check the judge's key (--judge-key-env), endpoint and model; the verdicts are "
+        "stored with the failed orders missing (never a tie), and a re-run asks again.",
+    )  # fmt: skip
+    return section, failure
+
+
+def pairwise_report(section: dict[str, Any], run: str, db: Path) -> None:
+    """How many pairs were judged, each judge's flip rate, the outcomes; where to rank them."""
+    from calipers.report.pairwise import judges_table, pairs_table
+
+    console = stdout_console()
+    against = ", ".join(escape(r) for r in section["against"])
+    console.print(
+        f"[bold]pairwise[/] {escape(run)} against {against}: {section['pairs']:,} pair(s) of "
+        f"outputs judged in both orders"
+        + (
+            f" ({section['replaced']:,} earlier verdict(s) replaced)" if section["replaced"] else ""
+        ),
+        highlight=False,
+    )
+    if section["judges"]:
+        judges_table(section["judges"], console)
+        pairs_table(section["outcomes"], console, orders="both")
+        rates = [
+            f"{escape(j['judge'])} {j['flip_rate']:.2f}" for j in section["judges"]
+            if j["flip_rate"] is not None
+        ]  # fmt: skip
+        if rates:
+            console.print(
+                f"  position-flip rate (verdict changed with the order): {', '.join(rates)}",
+                highlight=False,
+            )
+    for other in section["unshared"]:
+        console.print(
+            f"[yellow]note:[/] {escape(run)} and {escape(other)} share no sample with an output: "
+            "not compared",
+            highlight=False,
         )
+    if section["without_input"]:
+        console.print(
+            f"[yellow]note:[/] {section['without_input']} pair(s) of samples have no recorded "
+            "input; their judges saw the task name instead.",
+            highlight=False,
+        )
+    console.print(
+        f"[dim]Rank the runs: calipers rank --pairwise --db {escape(shlex.quote(str(db)))}[/]",
+        highlight=False,
+    )
 
 
 def run_report(

@@ -46,6 +46,10 @@ ORDER BY run_a, run_b, a.task, a.sample_id, a.epoch
 """
 
 
+class NothingShared(InputError):
+    """The runs share no sample with an output: no pair to judge."""
+
+
 @dataclass(frozen=True)
 class PairJudging:
     rows: list[PairVerdict]  # the verdicts stored by this judging
@@ -83,10 +87,12 @@ def judge_pairs(
     *,
     runs: Sequence[str] | None = None,
     progress: bool | None = None,
+    only_with: str | None = None,
 ) -> PairJudging:
     """Judge every pair of the runs (all of the store's, or `runs`) on every draw both have an
     output for, in both orders, with every judge `options.repeats` times. A key's earlier rows
-    by judges of the same names are replaced; one transaction."""
+    by judges of the same names are replaced; one transaction. With `only_with`, only the pairs
+    that include that run (a new run against its baselines, not the baselines among themselves)."""
     from calipers.data.store import Store
 
     template = load_template(debias_length=options.debias_length)
@@ -96,10 +102,15 @@ def judge_pairs(
         cursor = store.con.execute(_SHARED, {"runs": chosen})
         columns = [d[0] for d in cursor.description]
         draws = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
+        wanted = [
+            p for p in itertools.combinations(chosen, 2) if only_with is None or only_with in p
+        ]
+        keep = set(wanted)
+        draws = [d for d in draws if (d["run_a"], d["run_b"]) in keep]
         seen = {(d["run_a"], d["run_b"]) for d in draws}
-        unshared = [p for p in itertools.combinations(chosen, 2) if p not in seen]
+        unshared = [p for p in wanted if p not in seen]
         if not draws:
-            raise InputError(
+            raise NothingShared(
                 f"the runs {', '.join(chosen)} share no sample with an output",
                 hint="Pairs are judged on the samples (task, sample_id, epoch) both runs have.",
             )

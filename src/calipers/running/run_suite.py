@@ -22,12 +22,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from concurrent.futures import Future, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from calipers import processes
+from calipers.errors import DataError, InputError
 from calipers.grading.grade import grade_record
 from calipers.grading.judges import PromptTemplate
 from calipers.running.executor import Backend, ExecutorName, Job, JobPool, open_backend
@@ -39,6 +41,7 @@ from calipers.running.judging import (
     JudgingInterrupted,
     judge_requests,
 )
+from calipers.running.pairwise import NothingShared, PairJudging, judge_pairs
 from calipers.running.suite import Suite, Task
 from calipers.schemes.rubric.definition import load_rubric
 from calipers.workspace import PIPELINE_CACHE, RUNS_DIR
@@ -302,3 +305,113 @@ def judge_rows(
     for row, judgments in zip(todo, judged, strict=True):
         row["judgments"] = judgments
     return len(todo)
+
+
+# --------------------------------------------------------------------------- pairwise judging
+
+
+@dataclass(frozen=True)
+class PairwisePlan:
+    """The runs of the store a new run is judged against, pairwise, and where they were named
+    (for error messages: the suite's field or the option)."""
+
+    against: tuple[str, ...]
+    source: str
+
+
+def pairwise_plan(
+    suite: Suite, run_name: str, override: Sequence[str] = (), *, off: bool = False
+) -> tuple[PairwisePlan | None, list[str]]:
+    """The pairwise judging asked for (None: none), and notes. `override` (--pairwise-against)
+    replaces the suite's `judge.pairwise.against`. The suite naming the run being made is
+    dropped with a note — the run that makes the baseline uses the same suite — while the option
+    naming it is an error."""
+    if off:
+        return None, []
+    if override:
+        if run_name in override:
+            raise InputError(
+                f"--pairwise-against {run_name}: that is the run being made (--run)",
+                hint="Name runs already in the store to compare the new run with.",
+            )
+        return PairwisePlan(tuple(dict.fromkeys(override)), "--pairwise-against"), []
+    settings = suite.judge.pairwise
+    if settings is None:
+        return None, []
+    source = f"{suite.path}: field 'judge.pairwise.against'"
+    against = tuple(r for r in settings.against if r != run_name)
+    notes = (
+        [f"{source} names run '{run_name}' itself, the run being made: not compared with itself"]
+        if len(against) < len(settings.against)
+        else []
+    )
+    return (PairwisePlan(against, source) if against else None), notes
+
+
+def check_pairwise(plan: PairwisePlan, db: Path, suite: Suite, judging: JudgeOptions) -> None:
+    """Before the pipeline runs: a judge is given, and every named run is in the store with
+    outputs for some of the suite's tasks — so that a typo costs nothing."""
+    from calipers.data.store import Store
+
+    if not judging.judges:
+        raise InputError(
+            f"{plan.source}: pairwise judging needs a judge",
+            hint="Add --judge SPEC (the same judges judge the run and its pairs), or "
+            "--no-pairwise to skip it.",
+        )
+    if not db.is_file():
+        raise InputError(
+            f"{plan.source}: no store at {db}, so no run {', '.join(plan.against)} to compare with",
+            hint="Give the store that holds them (--db), or run the baseline first.",
+        )
+    with Store(db) as store:
+        found = dict(store.con.execute(
+            "SELECT run, list(DISTINCT task ORDER BY task) FROM samples "
+            "WHERE output IS NOT NULL GROUP BY run ORDER BY run"
+        ).fetchall())  # fmt: skip
+    missing = [r for r in plan.against if r not in found]
+    if missing:
+        listed = ", ".join(sorted(found)[:20]) or "(none with an output)"
+        raise InputError(
+            f"{plan.source}: no run {', '.join(missing)} in {db}",
+            hint=f"Runs there: {listed} (`calipers runs`). Fix the name, or run it first.",
+        )
+    tasks = {t.id for t in suite.tasks}
+    for run in plan.against:
+        if not tasks & set(found[run]):
+            theirs = ", ".join(found[run][:5]) + (" …" if len(found[run]) > 5 else "")
+            raise InputError(
+                f"{plan.source}: run '{run}' shares no task with {suite.path} (its tasks: "
+                f"{theirs})",
+                hint="Pairs are judged on the samples (task, sample_id, epoch) both runs have: "
+                "compare runs of the same suite.",
+            )
+
+
+def judge_against(
+    db: Path, run_name: str, plan: PairwisePlan, judging: JudgeOptions, *,
+    workers: int | None = None, executor: ExecutorName = "local", ray_address: str | None = None,
+    progress: bool | None = None,
+) -> PairJudging:  # fmt: skip
+    """After the run is stored: its outputs against each run of the plan on the samples they
+    share, in both orders, by `judge_pairs` (same cache, retries, failures kept as missing),
+    into the store's `pairwise` table. The other runs are not judged among themselves."""
+    backend = open_backend(executor, workers=workers, ray_address=ray_address)
+    try:
+        return judge_pairs(
+            db, judging, backend, runs=[run_name, *plan.against], progress=progress,
+            only_with=run_name,
+        )  # fmt: skip
+    except NothingShared as exc:
+        backend.close(cancel=True)
+        raise DataError(
+            f"run '{run_name}' is stored, but shares no sample with an output with "
+            f"{', '.join(plan.against)} ({plan.source}): no pair judged",
+            hint="Pairs are judged on the samples (task, sample_id, epoch) both runs have an "
+            "output for: check that the run's invocations succeeded and its epochs overlap.",
+        ) from exc
+    except BaseException:
+        backend.close(cancel=True)
+        raise
+    finally:
+        backend.close()

@@ -12,6 +12,8 @@ pipeline:                    # optional; each is overridden by its `calipers run
 judge:                       # optional
   timeout_s: 30              # --judge-timeout
   retries: 1                 # --judge-retries
+  pairwise:                  # optional: after the run is stored, judge its outputs against
+    against: [baseline-v1]   # these runs of the store, in both orders (--pairwise-against)
 tasks:
   - id: refund-window
     input: "A customer asks for a refund after 40 days. What do we answer?"
@@ -34,7 +36,14 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from calipers.data.model import ASSERTION_LAYERS
 from calipers.errors import InputError
@@ -86,6 +95,30 @@ class PipelineSettings(BaseModel):
     attempts: int | None = Field(default=None, ge=1, le=20)
 
 
+class PairwiseSettings(BaseModel):
+    """Pairwise judging of the new run against runs already in the store (on the samples they
+    share, both orders, the run's --judge judges); overridden by --pairwise-against."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    against: list[str] = Field(min_length=1)
+
+    @field_validator("against", mode="before")
+    @classmethod
+    def _one_name(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value  # `against: baseline-v1` is a list
+
+    @field_validator("against", mode="after")
+    @classmethod
+    def _named_once(cls, value: list[str]) -> list[str]:
+        if any(not name for name in value):
+            raise ValueError("a run name is empty")
+        twice = sorted({n for n in value if value.count(n) > 1})
+        if twice:
+            raise ValueError(f"run {', '.join(twice)} named twice")
+        return value
+
+
 class JudgeSettings(BaseModel):
     """Judge call limits; each is overridden by --judge-timeout / --judge-retries."""
 
@@ -93,6 +126,7 @@ class JudgeSettings(BaseModel):
 
     timeout_s: float | None = Field(default=None, gt=0)
     retries: int | None = Field(default=None, ge=0, le=10)
+    pairwise: PairwiseSettings | None = None
 
 
 class SuiteFile(BaseModel):
@@ -130,10 +164,12 @@ def _problem(exc: ValidationError, where: str, tasks: list[Any] | None = None) -
         loc = [f"tasks[{loc[1]}]" + (f" (id {task_id})" if task_id else ""), *loc[2:]]
     message = first["msg"].removeprefix("Value error, ")
     more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-    return InputError(
-        f"{where}: field '{'.'.join(loc)}': {message}{more}",
-        hint="A task needs `id` and one of `input` or `input_file`; see docs/running.md.",
+    hint = (
+        "`judge: {pairwise: {against: [RUN, ...]}}` names runs of the store; see docs/running.md."
+        if loc[:2] == ["judge", "pairwise"]
+        else "A task needs `id` and one of `input` or `input_file`; see docs/running.md."
     )
+    return InputError(f"{where}: field '{'.'.join(loc)}': {message}{more}", hint=hint)
 
 
 def load_suite(path: Path) -> Suite:
