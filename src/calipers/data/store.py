@@ -8,6 +8,7 @@ shares one DuckDB database (see `_Shared`), so read-only and writable opens can 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import tempfile
@@ -451,7 +452,7 @@ class Store:
             "CREATE OR REPLACE TEMP TABLE updated (run VARCHAR, task VARCHAR, sample_id VARCHAR, "
             f"epoch INTEGER, value {kind})"
         )
-        self.con.executemany("INSERT INTO updated VALUES (?, ?, ?, ?, ?)", updates)
+        self._stage_updates(kind, updates)
         self.con.execute("BEGIN TRANSACTION")
         try:
             self.con.execute(
@@ -466,6 +467,22 @@ class Store:
         finally:
             self.con.execute("DROP TABLE IF EXISTS updated")
         return len(updates)
+
+    def _stage_updates(self, kind: str, updates: Sequence[Sequence[Any]]) -> None:
+        """The updates into temp table `updated`: five lists as five parameters, unnested
+        together, the nested values as JSON cast to the column's type. `executemany` converts a
+        nested value row by row (1.3 s for 1,000 judgment lists, against 0.05 s here)."""
+        try:
+            values = [json.dumps(u[4], allow_nan=False) for u in updates]
+        except (TypeError, ValueError):  # not JSON (NaN, a date): the slow path keeps them
+            self.con.executemany("INSERT INTO updated VALUES (?, ?, ?, ?, ?)", updates)
+            return
+        self.con.execute(
+            "INSERT INTO updated SELECT unnest($1), unnest($2), unnest($3), unnest($4), "
+            f"CAST(unnest($5)::JSON AS {kind})",
+            [[u[0] for u in updates], [u[1] for u in updates], [u[2] for u in updates],
+             [u[3] for u in updates], values],
+        )  # fmt: skip
 
     def samples(self, runs: Sequence[str] | None = None) -> SampleSet:
         cols = ", ".join(map(sql_name, FIELD_NAMES))

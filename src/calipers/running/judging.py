@@ -9,10 +9,9 @@ null and its `error` — never a 0 — and is not cached, so a re-run asks again
 from __future__ import annotations
 
 import math
-import threading
 from collections import defaultdict
 from collections.abc import Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,9 +19,11 @@ from typing import Any
 import numpy as np
 
 from calipers.errors import Interrupted
+from calipers.grading.async_judges import AsyncJudgeCalls
 from calipers.grading.judges import (
     Judge,
     JudgeCache,
+    OpenAIJudge,
     PromptTemplate,
     call_judge,
     judgments_from,
@@ -87,30 +88,44 @@ def judge_requests(
                 hit = cache.get(key) if cache and key and use_hits else None
                 calls.append((i, judge, repeat, key, hit))
     futures: dict[int, Future[tuple[str | None, str | None]]] = {}
-    kept: list[threading.Event] = []  # set when a call's reply is on disk (or not to be kept)
+    # OpenAI-compatible judges on the local backend: coroutines on one event loop, as many in
+    # flight as the backend has workers; command judges (and every judge on Ray) on the backend
+    workers = getattr(backend, "workers", None) if backend.name == "local" else None
+    misses = [c for c in calls if c[4] is None]
+    use_loop = workers is not None and any(isinstance(c[1], OpenAIJudge) for c in misses)
+    loop_calls = AsyncJudgeCalls(workers) if use_loop and workers else None
     with progress_bar(progress) as bar:
         task = bar.add_task("judging", total=len(calls))
-        bar.advance(task, sum(1 for *_, hit in calls if hit is not None))
-        for n, (i, judge, repeat, key, hit) in enumerate(calls):
-            if hit is None:
-                futures[n] = backend.call(call_judge, judge, requests[i].prompt)
-                kept.append(threading.Event())
-                futures[n].add_done_callback(
-                    _keep_reply(cache, key, judge, requests[i].template, repeat, kept[-1])
-                )
-                futures[n].add_done_callback(lambda _: bar.advance(task))
+        bar.advance(task, len(calls) - len(misses))
         try:
-            for future in futures.values():
-                future.exception()
-            for event in kept:  # a future's waiters wake before its callbacks have run
-                event.wait()
+            for n, (i, judge, _, _, hit) in enumerate(calls):
+                if hit is not None:
+                    continue
+                if loop_calls is not None and isinstance(judge, OpenAIJudge):
+                    futures[n] = loop_calls.submit(judge, requests[i].prompt)
+                else:
+                    futures[n] = backend.call(call_judge, judge, requests[i].prompt)
+            # Each reply is cached here, on this thread, the moment it arrives: a run killed
+            # while judging repeats only the calls in flight, and the file writes stay off the
+            # event loop and the workers (they were a third of the loop's time).
+            index = {id(f): n for n, f in futures.items()}
+            for future in as_completed(futures.values()):
+                n = index[id(future)]
+                i, judge, repeat, key, _ = calls[n]
+                _keep_reply(cache, key, judge, requests[i].template, repeat, future)
+                bar.advance(task)
         except KeyboardInterrupt:
             # Ctrl-C: calls not yet started are dropped (command judges are killed by the
             # interrupt handler); every reply received is already cached. Calls in flight are
             # not waited for.
             for future in futures.values():
                 future.cancel()
+            if loop_calls is not None:
+                loop_calls.close(wait=False)
             raise JudgingInterrupted(_finished(requests, calls, futures, counts)) from None
+        finally:
+            if loop_calls is not None:
+                loop_calls.close()
     out = _finished(requests, calls, futures, counts)
     return [judgments for judgments in out if judgments is not None]
 
@@ -160,26 +175,18 @@ def _keep_reply(
     judge: Judge,
     template: PromptTemplate,
     repeat: int,
-    done: threading.Event,
-) -> Any:
-    """A done-callback that caches a readable reply the moment it arrives (atomically, one file
-    per reply), so a run killed while judging repeats only the calls that were in flight. A
-    failed call or an unreadable reply is never cached."""
-
-    def keep(future: Future[tuple[str | None, str | None]]) -> None:
-        try:
-            if cache is None or key is None or future.cancelled() or future.exception():
-                return
-            reply, error = future.result()
-            if reply is None:
-                return
-            rows = judgments_from(judge, template, reply, error, repeat=repeat)
-            if rows[0]["error"] is None:
-                cache.put(key, reply)
-        finally:
-            done.set()
-
-    return keep
+    future: Future[tuple[str | None, str | None]],
+) -> None:
+    """Cache a readable reply (atomically, one file per reply). A failed call or an unreadable
+    reply is never cached."""
+    if cache is None or key is None or future.cancelled() or future.exception():
+        return
+    reply, error = future.result()
+    if reply is None:
+        return
+    rows = judgments_from(judge, template, reply, error, repeat=repeat)
+    if rows[0]["error"] is None:
+        cache.put(key, reply)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.sparse.csgraph import connected_components
 
 from calipers.errors import InputError
 from calipers.stats._rng import resolve_rng
@@ -100,9 +99,18 @@ def _prior_matrix(total: FloatArray, prior: float) -> FloatArray:
     return np.where(compared, prior / 2.0, 0.0)
 
 
+def _components(graph: Any, **options: Any) -> tuple[int, Any]:
+    # scipy.sparse.csgraph costs 0.3 s to import: only when a fit needs it, not for every
+    # command that imports this module
+    from scipy.sparse.csgraph import connected_components
+
+    n, labels = connected_components(graph, **options)
+    return int(n), labels
+
+
 def _check_estimable(runs: Sequence[str], total: FloatArray, prior: float) -> None:
     both = (total + total.T) > 0
-    n_parts, labels = connected_components(both, directed=False)
+    n_parts, labels = _components(both, directed=False)
     if n_parts > 1:
         parts = [sorted(runs[int(i)] for i in np.flatnonzero(labels == p)) for p in range(n_parts)]
         raise NotEstimable(
@@ -112,7 +120,7 @@ def _check_estimable(runs: Sequence[str], total: FloatArray, prior: float) -> No
         )
     if prior > 0:
         return
-    n_strong, strong = connected_components(total > 0, directed=True, connection="strong")
+    n_strong, strong = _components(total > 0, directed=True, connection="strong")
     if n_strong > 1:
         # a set of runs that never lost a comparison to the others (or never won one)
         sizes = [sorted(runs[int(i)] for i in np.flatnonzero(strong == p)) for p in range(n_strong)]
@@ -272,7 +280,7 @@ def _resampled(
         stack = (counts @ flat).reshape(stop - start, k, k) + extra
         if prior == 0:
             for b in range(stop - start):
-                n_strong, _ = connected_components(stack[b] > 0, connection="strong")
+                n_strong, _ = _components(stack[b] > 0, connection="strong")
                 if n_strong > 1:
                     raise NotEstimable(
                         "some bootstrap resamples have infinite maximum-likelihood strengths "
