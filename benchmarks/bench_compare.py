@@ -71,6 +71,8 @@ def build_layered_store(path: Path) -> None:
                  range({SAMPLES}) t(i), range({EPOCHS}) u(e)
             """
         )
+        # what an import does with the samples it writes (rows written by SQL are not summarised)
+        store.refresh_layer_inputs()
 
 
 SCENARIOS = {

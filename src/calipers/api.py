@@ -94,7 +94,9 @@ def _paths(source: Any) -> Path | list[Path] | None:
 
 
 def _as_samples(samples: SampleSet) -> Samples:
-    return Samples(samples.con, samples.relation, samples.origin, samples.warnings)
+    return Samples(
+        samples.con, samples.relation, samples.origin, samples.warnings, samples.whole_runs
+    )
 
 
 def _open_records(data: Any, *, rename: str | None = None) -> SampleSet:
@@ -169,7 +171,7 @@ def _only_runs(samples: SampleSet, runs: Sequence[str]) -> SampleSet:
         f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM {samples.relation} "
         f"WHERE run IN ({wanted})"
     )
-    return SampleSet(samples.con, view, samples.origin, samples.warnings)
+    return SampleSet(samples.con, view, samples.origin, samples.warnings, samples.whole_runs)
 
 
 def _samples(samples: SampleSet | str | Path | Any) -> SampleSet:

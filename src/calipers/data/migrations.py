@@ -104,6 +104,33 @@ CREATE TABLE pairwise (
     PRIMARY KEY (judge, run_a, run_b, task, sample_id, epoch, repeat)
 )"""
 
+# Each sample's layered-scheme inputs, flat, written with the samples (calipers.data.layer_inputs):
+# the counts over its assertions and, per judge of its run, the sums over its judgments. And per
+# run: the version of the SQL they were computed with, the samples summarised, the run's judges.
+_0010_LAYER_INPUTS = """\
+CREATE TABLE layer_inputs (
+    run VARCHAR NOT NULL,
+    task VARCHAR NOT NULL,
+    sample_id VARCHAR NOT NULL,
+    epoch INTEGER NOT NULL,
+    "group" VARCHAR,
+    packed BIGINT,
+    n_assertions BIGINT,
+    human DOUBLE,
+    judge_sum DOUBLE[],
+    judge_count BIGINT[],
+    judge_min DOUBLE[],
+    judge_max DOUBLE[],
+    judge_ss DOUBLE[]
+)"""
+_0010_LAYER_INPUT_RUNS = """\
+CREATE TABLE layer_input_runs (
+    run VARCHAR NOT NULL,
+    version VARCHAR NOT NULL,
+    samples BIGINT NOT NULL,
+    judges VARCHAR[] NOT NULL
+)"""
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("0001_samples", (_0001_SAMPLES,)),
     ("0002_imports_log", (_0002_IMPORTS_LOG,)),
@@ -114,6 +141,7 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("0007_grader_usage", (_0007_GRADER_TOKENS_IN, _0007_GRADER_TOKENS_OUT, _0007_GRADER_COST)),
     ("0008_score_weights", (_0008_SCORE_WEIGHTS,)),
     ("0009_pairwise", (_0009_PAIRWISE,)),
+    ("0010_layer_inputs", (_0010_LAYER_INPUTS, _0010_LAYER_INPUT_RUNS)),
 )
 
 _BOOKKEEPING = (

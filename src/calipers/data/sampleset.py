@@ -24,6 +24,9 @@ class SampleSet:
     relation: str  # SQL name of a table or view
     origin: str  # the file or store the samples came from, for messages and reports
     warnings: list[str] = field(default_factory=list)
+    # the relation is the store's `samples`, filtered by run only: the per-run summaries written
+    # with them (calipers.data.layer_inputs) describe it
+    whole_runs: bool = False
 
     def to_arrow(self) -> pa.Table:
         return arrow_table(self.con.sql(f"SELECT * FROM {self.relation}"))

@@ -24,7 +24,7 @@ from typing import Any
 
 import duckdb
 
-from calipers.data import migrations
+from calipers.data import layer_inputs, migrations
 from calipers.data.files import sql_literal, sql_name, visible_controls
 from calipers.data.model import FIELD_BY_NAME, FIELD_NAMES, FIELDS, KEY
 from calipers.data.readers import StagedFile, stage_files
@@ -416,17 +416,19 @@ class Store:
                 )
                 replaced += n_replaced
                 written += s.rows
+            runs = sorted(
+                {
+                    r[0]
+                    for s in staged
+                    for r in con.execute(f"SELECT DISTINCT run FROM {s.table}").fetchall()
+                }
+            )
+            # the written runs' layered inputs, and any run's that are missing or out of date
+            layer_inputs.refresh(con, sorted(set(runs) | set(layer_inputs.stale_runs(con))))
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
             raise
-        runs = sorted(
-            {
-                r[0]
-                for s in staged
-                for r in con.execute(f"SELECT DISTINCT run FROM {s.table}").fetchall()
-            }
-        )
         return replaced, written, runs
 
     def _delete_existing(self, table: str, *, by_task: bool = False) -> int:
@@ -460,6 +462,8 @@ class Store:
                 "samples.run = u.run AND samples.task = u.task AND "
                 "samples.sample_id = u.sample_id AND samples.epoch = u.epoch"
             )
+            touched = {str(u[0]) for u in updates}
+            layer_inputs.refresh(self.con, sorted(touched | set(layer_inputs.stale_runs(self.con))))
             self.con.execute("COMMIT")
         except BaseException:
             self.con.execute("ROLLBACK")
@@ -484,6 +488,22 @@ class Store:
              [u[3] for u in updates], values],
         )  # fmt: skip
 
+    def refresh_layer_inputs(self) -> list[str]:
+        """Summarise the layered inputs of every run whose summaries are missing or out of date
+        (a store from before migration 0010, or rows written by SQL of its own), in one
+        transaction; the runs refreshed. Every write through the store does this itself."""
+        if self.read_only:
+            raise InputError("the store is open read-only")
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            stale = layer_inputs.stale_runs(self.con)
+            layer_inputs.refresh(self.con, stale)
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        return stale
+
     def samples(self, runs: Sequence[str] | None = None) -> SampleSet:
         cols = ", ".join(map(sql_name, FIELD_NAMES))
         where = ""
@@ -492,7 +512,7 @@ class Store:
         self.con.execute(
             f"CREATE OR REPLACE TEMP VIEW store_samples AS SELECT {cols} FROM samples{where}"
         )
-        return SampleSet(self.con, "store_samples", str(self.path))
+        return SampleSet(self.con, "store_samples", str(self.path), whole_runs=True)
 
     def runs(self) -> list[RunInfo]:
         rows = self.con.execute(

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from calipers.data import layer_inputs
 from calipers.data.files import sql_literal
-from calipers.data.model import BEHAVIOR_ASSERTIONS, FACT_ASSERTIONS, layer_case
+from calipers.data.model import FACT_ASSERTIONS, layer_case
 from calipers.data.sampleset import SampleSet
 from calipers.errors import InputError
 from calipers.schemes.base import SchemeResult
@@ -107,38 +108,9 @@ def weighted_mean(values: Mapping[str, FloatArray], weights: Mapping[str, float]
         return np.where(weight_sum > 0, total / weight_sum, np.nan)
 
 
-def _judge_score(j: str) -> str:
-    lo, hi = f"coalesce({j}.scale_min, 1.0)", f"coalesce({j}.scale_max, 5.0)"
-    return f"1.0 + 4.0 * ({j}.score - {lo}) / ({hi} - {lo})"
-
-
-_JUDGE_OK = "j.dimension IS NULL AND j.score IS NOT NULL AND j.error IS NULL"
-_IN_SCALE = "j.score BETWEEN coalesce(j.scale_min, 1.0) AND coalesce(j.scale_max, 5.0)"
 _SCALE_TOLERANCE = 1e-9  # rescaling a score at a bound of its scale may land a hair outside 1–5
-
-# Assertions are counted in one pass per sample: each adds 1 to one of six 10-bit counters packed
-# in a BIGINT (a list_transform over millions of assertions costs about as much per pass as the
-# rest of staging together). Weights other than 1, or more than 1,023 assertions in a sample, take
-# the general path of weighted sums.
-_SLOTS = ("fact_passed", "fact_failed", "behavior_passed", "behavior_failed", "bad", "weighted")
-_BITS = 10
-_MAX_PACKED = (1 << _BITS) - 1
-
-
-def _packed_assertions() -> str:
-    fact = ", ".join(f"'{t}'" for t in FACT_ASSERTIONS)
-    behavior = ", ".join(f"'{t}'" for t in BEHAVIOR_ASSERTIONS)
-    one = {slot: f"{1 << (_BITS * i)}::BIGINT" for i, slot in enumerate(_SLOTS)}
-    return (
-        "list_sum(list_transform(assertions, lambda a: CASE "
-        f"WHEN a.passed IS NULL OR a.type IS NULL THEN {one['bad']} "
-        f"WHEN a.type IN ({fact}) THEN CASE WHEN a.passed THEN {one['fact_passed']} "
-        f"ELSE {one['fact_failed']} END "
-        f"WHEN a.type IN ({behavior}) THEN CASE WHEN a.passed THEN {one['behavior_passed']} "
-        f"ELSE {one['behavior_failed']} END "
-        f"ELSE {one['bad']} END + CASE WHEN a.weight IS NOT NULL AND a.weight <> 1 "
-        f"THEN {one['weighted']} ELSE 0::BIGINT END))::BIGINT"
-    )
+_SLOTS, _BITS, _MAX_PACKED = layer_inputs.SLOTS, layer_inputs.BITS, layer_inputs.MAX_PACKED
+_JUDGE_OK, _IN_SCALE = layer_inputs.JUDGE_OK, layer_inputs.IN_SCALE
 
 
 def _weight_sum(*, fact_only: bool, passed: bool) -> str:
@@ -147,15 +119,6 @@ def _weight_sum(*, fact_only: bool, passed: bool) -> str:
     value = "coalesce(a.weight, 1.0)"
     body = f"CASE WHEN {' AND '.join(conds)} THEN {value} ELSE 0.0 END" if conds else value
     return f"list_sum(list_transform(assertions, lambda a: {body}))"
-
-
-def _judge_scores(name: str | None) -> str:
-    """A sample's overall judgments by one judge (None: by an unnamed one), rescaled to 1–5."""
-    who = "j.judge IS NULL" if name is None else f"j.judge = {sql_literal(name)}"
-    return (
-        f"list_transform(judgments, lambda j: CASE WHEN {_JUDGE_OK} AND {who} "
-        f"THEN {_judge_score('j')} END)"
-    )
 
 
 def _raise_bad_input(samples: SampleSet, where: str) -> None:
@@ -242,12 +205,32 @@ def _assertion_layers(
     }
 
 
-def _judge_names(samples: SampleSet, where: str) -> list[str | None]:
-    rows = samples.con.execute(
-        f"SELECT DISTINCT j.judge FROM (SELECT unnest(judgments) AS j FROM {samples.relation} "
-        f"WHERE {where}) WHERE {_JUDGE_OK} ORDER BY 1 NULLS LAST"
-    ).fetchall()
-    return [r[0] for r in rows]
+def _stage_summaries(
+    samples: SampleSet, runs: list[str], summarised: Mapping[str, list[str | None]]
+) -> tuple[list[str | None], StagedRows]:
+    """The staged rows from the summaries written with the samples (calipers.data.layer_inputs):
+    the same columns as from the nested lists, without a pass over them. A judge a run lacks is
+    NULL there, as its empty list is on the nested path."""
+    named = sorted({j for js in summarised.values() for j in js if j is not None})
+    judges: list[str | None] = [*named, *([None] if any(None in js for js in summarised.values())
+                                          else [])]  # fmt: skip
+    view = "compared_layer_inputs"
+    samples.con.execute(
+        f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM layer_inputs WHERE run IN "
+        f"({', '.join(sql_literal(r) for r in runs)})"
+    )
+    expressions = {"packed": "packed", "n_assertions": "n_assertions", "human": "human"}
+    for i, judge in enumerate(judges):
+        for agg in layer_inputs.JUDGE_AGGREGATES:
+            cases = " ".join(
+                f"WHEN {sql_literal(run)} THEN judge_{agg}[{js.index(judge) + 1}]"
+                for run, js in summarised.items()
+                if judge in js
+            )
+            expressions[f"judge_{i}_{agg}"] = f"CASE run {cases} END"
+    rows = stage_rows(SampleSet(samples.con, view, samples.origin), runs, expressions)
+    rows.samples = samples  # sample names come from the samples themselves
+    return judges, rows
 
 
 def stage_layers(
@@ -259,21 +242,21 @@ def stage_layers(
 ) -> StagedScores:
     """Each sample of `runs` with its fact, behavior and judge layers (NaN = missing)."""
     where = f"run IN ({', '.join(sql_literal(r) for r in runs)})"
-    judges = _judge_names(samples, where)
-    expressions = {"packed": _packed_assertions(), "n_assertions": "len(assertions)"}
-    lists = {f"judge_{i}": _judge_scores(name) for i, name in enumerate(judges)}
-    for i in range(len(judges)):
-        # One transform per judge, four cheap aggregates over it. A rescaled score outside 1–5 is
-        # a score off its scale: min and max catch it without another pass.
-        for agg in ("sum", "count", "min", "max"):
-            expressions[f"judge_{i}_{agg}"] = f"list_{agg}(judge_{i})"
-        # the repeats of one judge on one sample: their spread is the judge's own noise
-        expressions[f"judge_{i}_ss"] = f"list_sum(list_transform(judge_{i}, lambda x: x * x))"
-    expressions["human"] = (
-        "list_avg(list_transform(list_filter(human, lambda h: h.dimension IS NULL), "
-        "lambda h: h.score))"
-    )
-    rows = stage_rows(samples, runs, expressions, lists=lists)
+    summarised = layer_inputs.current(samples.con, runs) if samples.whole_runs else None
+    if summarised is not None:
+        judges, rows = _stage_summaries(samples, runs, summarised)
+    else:
+        judges = layer_inputs.judge_names(samples.con, samples.relation, where)
+        expressions = {"packed": layer_inputs.packed_assertions(),
+                       "n_assertions": layer_inputs.N_ASSERTIONS,
+                       "human": layer_inputs.HUMAN_OVERALL}  # fmt: skip
+        lists = {f"judge_{i}": layer_inputs.judge_scores(name) for i, name in enumerate(judges)}
+        for i in range(len(judges)):
+            # One transform per judge, cheap aggregates over it. A rescaled score outside 1–5 is
+            # a score off its scale: min and max catch it without another pass.
+            for agg in layer_inputs.JUDGE_AGGREGATES:
+                expressions[f"judge_{i}_{agg}"] = layer_inputs.judge_aggregate(f"judge_{i}", agg)
+        rows = stage_rows(samples, runs, expressions, lists=lists)
     values = _assertion_layers(samples, runs, rows)
     n = rows.columns["sid"].size
     judge_sum, judge_count = np.zeros(n), np.zeros(n)
