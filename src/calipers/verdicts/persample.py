@@ -185,9 +185,13 @@ def stage_rows(
     exprs = "".join(f', {sql} AS "{name}"' for name, sql in expressions.items())
     derived = "".join(f", {sql} AS {name}" for name, sql in (lists or {}).items())
     # Group codes (−1: no group) when the samples have the field: `--cluster group` reads them.
+    # No join when no sample has a group (a join over every row costs more than this look).
     has_group = "group" in [d[0] for d in con.execute(f"SELECT * FROM {rel} LIMIT 0").description]
+    any_group = has_group and bool(
+        con.execute(f'SELECT 1 FROM {rel} WHERE {where} AND "group" IS NOT NULL LIMIT 1').fetchall()
+    )
     group_cte, group_col, group_join = "", "", ""
-    if has_group:
+    if any_group:
         group_cte = f"""
         , groups AS (
             SELECT "group", (row_number() OVER (ORDER BY "group") - 1)::BIGINT AS group_code
@@ -195,20 +199,20 @@ def stage_rows(
         )"""
         group_col = ", coalesce(groups.group_code, -1)::BIGINT AS group_code"
         group_join = 'LEFT JOIN groups ON s."group" = groups."group"'
+    elif has_group:
+        group_col = ", -1::BIGINT AS group_code"
+    # the task code is numbered with the keys (one join over the rows, not two)
     columns = con.execute(
         f"""
         WITH keys AS (
             SELECT task, sample_id, (row_number() OVER (ORDER BY task, sample_id) - 1)::BIGINT
-                AS sid
+                AS sid, (dense_rank() OVER (ORDER BY task) - 1)::BIGINT AS task_code
             FROM (SELECT DISTINCT task, sample_id FROM {rel} WHERE {where})
-        ), tasks AS (
-            SELECT task, (row_number() OVER (ORDER BY task) - 1)::BIGINT AS task_code
-            FROM (SELECT DISTINCT task FROM {rel} WHERE {where})
         ){group_cte}
-        SELECT (CASE run {run_code} END)::INTEGER AS run_code, keys.sid, tasks.task_code,
+        SELECT (CASE run {run_code} END)::INTEGER AS run_code, keys.sid, keys.task_code,
                s.epoch::BIGINT AS epoch {group_col} {exprs}
         FROM (SELECT *{derived} FROM {rel} WHERE {where}) s
-        JOIN keys USING (task, sample_id) JOIN tasks USING (task) {group_join}
+        JOIN keys USING (task, sample_id) {group_join}
         ORDER BY run_code, sid, epoch
         """
     ).fetchnumpy()
