@@ -7,10 +7,11 @@ import sys
 import time
 from pathlib import Path
 
-from calipers.calibration import engine, report
+from calipers.calibration import engine, report, studies
 from calipers.calibration.aggregate import Targets, assess_all
 from calipers.calibration.grid import REDUCED_SETTINGS, Settings, full_grid, reduced_grid
 from calipers.calibration.runner import CellOutcome, run_grid
+from calipers.errors import InputError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,7 +37,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--only", help="only cells whose id contains this text")
     parser.add_argument("--check", action="store_true", help="exit 1 when any cell fails")
+    parser.add_argument(
+        "--ppi-json", type=Path, default=studies.PPI_JSON,
+        help=f"the PPI++ study's figures, for its section (default {studies.PPI_JSON})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--rank-json", type=Path, default=studies.RANK_JSON,
+        help=f"the rank-interval study's figures, for its section (default {studies.RANK_JSON})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--sections-only", action="store_true",
+        help="only put the studies' sections into the page --out (no grid is run)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.sections_only:
+        return _sections_only(args.out, args.ppi_json, args.rank_json)
 
     grid = "reduced" if args.reduced else "full"
     cells = reduced_grid() if args.reduced else full_grid()
@@ -69,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         "jobs": args.jobs,
     }
     text = report.markdown(reports, **common)
+    text = studies.splice(text, studies.sections(args.ppi_json, args.rank_json))
     if args.out:
         report.write(args.out, text)
     if args.json:
@@ -78,6 +94,28 @@ def main(argv: list[str] | None = None) -> int:
     for r in failed:
         print(f"FAIL {r.id}: " + "; ".join(f.describe() for f in r.failures))
     return 1 if args.check and failed else 0
+
+
+def _sections_only(out: Path | None, ppi: Path, ranks: Path) -> int:
+    """The studies' sections put into the existing page `out`, the rest of it unchanged."""
+    if out is None:
+        print("error: --sections-only needs --out PAGE (the page to update)", file=sys.stderr)
+        return 2
+    if not out.exists():
+        print(
+            f"error: {out} does not exist; run the grid first (make calibrate) or name an "
+            "existing page with --out",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        generated = studies.sections(ppi, ranks)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    report.write(out, studies.splice(out.read_text(encoding="utf-8"), generated))
+    print(f"wrote the studies' sections into {out} (from {ppi} and {ranks})")
+    return 0
 
 
 if __name__ == "__main__":

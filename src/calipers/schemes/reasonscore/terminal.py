@@ -40,8 +40,10 @@ def reasonscore_leaderboard(result: ReasonScoreResult, console: Console) -> None
         bounds = {r["run"]: r for r in (group.ranks or {}).get("runs", [])}
         for rank, run in enumerate(group.runs, start=1):
             shown = str(rank) if group.ranked else "—"
-            if run.run in bounds and bounds[run.run]["rank_low"] != bounds[run.run]["rank_high"]:
-                shown += f" [{bounds[run.run]['rank_low']}–{bounds[run.run]['rank_high']}]"
+            low, high = (bounds[run.run]["rank_low"], bounds[run.run]["rank_high"]) if (
+                run.run in bounds) else (rank, rank)  # fmt: skip
+            if (low, high) != (rank, rank):  # an interval, or a place outside its interval
+                shown += f" [{low}–{high}]"
             cells = [shown, escape(run.run)]
             for tier in group.shared.tiers:
                 t = run.tiers.get(tier)
