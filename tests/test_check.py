@@ -130,6 +130,38 @@ def test_a_warm_rerun_invokes_nothing(tmp_path: Path, monkeypatch: pytest.Monkey
     assert len(log.read_text().splitlines()) == 2 * 66
 
 
+def test_a_warm_rerun_leaves_the_job_files_in_place(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    assert check(root) == 0
+    first = report(root)
+    files = sorted((root / "kelvin").rglob("*/input.md")) + sorted(
+        (root / "kelvin").rglob("*/output.json")
+    )
+    assert len(files) == 2 * 66
+
+    def stamps() -> list[tuple[int, int, bytes]]:
+        return [(p.stat().st_ino, p.stat().st_mtime_ns, p.read_bytes()) for p in files]
+
+    before = stamps()
+    assert check(root) == 0
+    assert stamps() == before  # neither rewritten nor renamed over: same inode, same time
+    second = report(root)
+    assert second.pop("calipers") == {"invocations": 0, "cached": 66, "run": "check"}
+    assert first.pop("calipers")["invocations"] == 66
+    assert second == first
+    changed = root / "kelvin" / "envelop" / "baseline"
+    (changed / "input.md").write_text("edited\n")
+    (changed / "output.json").write_text('{"stage_assessment": "edited"}')
+    assert check(root) == 0  # edited files are put back, from the case and from the cache
+    after = {p: b for p, (*_, b) in zip(files, stamps(), strict=True)}
+    for path, (*_, held) in zip(files, before, strict=True):
+        if path.suffix == ".json":  # the cached value, in calipers' layout where it was edited
+            assert json.loads(after[path]) == json.loads(held)
+        else:
+            assert after[path] == held
+    assert report(root) == {**first, "calipers": {"invocations": 0, "cached": 66, "run": "check"}}
+
+
 def test_seed_and_only(tmp_path: Path) -> None:
     root = project(tmp_path)
     assert check(root, "--only", "meridian", "--seed", "7") == 0

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from calipers.running.executor import Job, run_jobs
-from calipers.running.invoke import Pipeline, RetryPolicy, invoke
+from calipers.running.executor import Job, NoBar, progress_bar, run_jobs
+from calipers.running.invoke import Pipeline, RetryPolicy, invoke, write_unless_same
 
 SCRIPT = Path(__file__).parent / "fixtures" / "pipelines" / "echo_pipeline.py"
 COMMAND = f"{shlex.quote(sys.executable)} {shlex.quote(str(SCRIPT))} {{input}} {{output}}"
@@ -170,6 +170,96 @@ def test_cache_uses_kelvins_key_and_skips_the_pipeline(tmp_path: Path, env: Path
     assert entry["schema_version"] == 1 and entry["result"]["decision_value"] == "approve"
     (cache / f"{key}.json").write_text("{truncated")  # a corrupt entry is a miss
     assert not run(tmp_path, "approve", pipeline).cached and len(calls(env)) == 2
+
+
+def test_a_cache_hit_leaves_an_output_file_of_the_same_json_in_place(
+    tmp_path: Path, env: Path
+) -> None:
+    pipeline = Pipeline(COMMAND, decision_field="decision", cache_dir=tmp_path / "cache")
+    first = run(tmp_path, "approve", pipeline)
+    output = tmp_path / "job" / "output.json"
+    written = output.read_bytes()  # the pipeline's own layout
+    before = output.stat()
+    assert run(tmp_path, "approve", pipeline).cached
+    after = output.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert output.read_bytes() == written
+    output.write_text('{"decision": "edited by hand"}')  # a different document is replaced
+    hit = run(tmp_path, "approve", pipeline)
+    assert hit.cached and hit.decision_value == "approve"
+    assert json.loads(output.read_text()) == first.parsed_output
+
+
+@pytest.mark.parametrize(
+    ("existing", "text", "same_json", "kept"),
+    [
+        (None, "new", False, False),
+        ("same\n", "same\n", False, True),
+        ("abc", "ab", False, False),
+        ("ab", "abc", False, False),
+        ("a\r\nb", "a\nb", False, False),
+        (b"\xff\xfe", "text", False, False),
+        ('{"a":1,"b":[2]}', json.dumps({"a": 1, "b": [2]}, indent=2), True, True),
+        ('{"a":1,"b":[2]}', json.dumps({"a": 1, "b": [2]}, indent=2), False, False),
+        ('{"a": 1.0}', json.dumps({"a": 1}, indent=2), True, False),  # 1.0 is not 1
+        ('{"b": 2, "a": 1}', json.dumps({"a": 1, "b": 2}, indent=2), True, False),  # key order
+        ('{"a": 1', json.dumps({"a": 1}, indent=2), True, False),
+        ("[" * 4000, json.dumps({"a": 1}, indent=2), True, False),  # too deep to parse
+        ("[" * 100_000, json.dumps({"a": 1}, indent=2), True, False),  # too long to be it
+    ],
+)  # fmt: skip
+def test_write_unless_same_leaves_the_file_only_when_it_holds_the_text(
+    tmp_path: Path, existing: str | bytes | None, text: str, same_json: bool, kept: bool
+) -> None:
+    path = tmp_path / "sub" / "file.json"
+    if existing is not None:
+        path.parent.mkdir()
+        path.write_bytes(existing if isinstance(existing, bytes) else existing.encode())
+        before = path.stat()
+    write_unless_same(path, text, same_json=same_json)
+    if kept:
+        assert existing is not None and path.read_bytes() == before_bytes(existing)
+        assert (path.stat().st_ino, path.stat().st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    else:
+        assert path.read_bytes() == text.encode()
+
+
+def before_bytes(existing: str | bytes) -> bytes:
+    return existing if isinstance(existing, bytes) else existing.encode()
+
+
+def test_progress_bar_is_rich_only_when_shown() -> None:
+    assert isinstance(progress_bar(False), NoBar)
+    with progress_bar(False) as bar:  # the calls a rich bar takes
+        task = bar.add_task("x", total=3)
+        bar.update(task, total=4)
+        bar.advance(task)
+    shown = progress_bar(True)
+    assert not isinstance(shown, NoBar)
+    with shown as bar:
+        task = bar.add_task("x", total=1)
+        bar.advance(task)
+
+
+@pytest.mark.parametrize("progress", [False, True])
+def test_jobs_give_the_same_results_with_or_without_a_bar(
+    tmp_path: Path, env: Path, progress: bool
+) -> None:
+    jobs = [Job(f"case{i}", f"text {i}", tmp_path / f"j{i}") for i in range(3)]
+    results = run_jobs(Pipeline(COMMAND), jobs, extract=decision, workers=2, progress=progress)
+    assert [r.decision_value for r in results] == [f"text {i}" for i in range(3)]
+
+
+def test_importing_the_runners_leaves_the_bar_and_the_scoring_stack_unloaded() -> None:
+    # rich.progress only for a bar that is shown; the scheme layer (pydantic), numpy and
+    # scipy.special only when a check scores, so the first pipeline call does not wait for them
+    heavy = ("rich.progress", "calipers.schemes", "pydantic", "numpy", "scipy.special")
+    probe = (
+        "import sys, calipers.running.check, calipers.running.executor; "
+        f"print([m for m in {heavy!r} if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_failures_are_not_cached(

@@ -23,13 +23,13 @@ from calipers.cli.options import (
     quiet_option,
 )
 from calipers.errors import InputError
-from calipers.render.json_report import write_json
-from calipers.render.markdown import check_markdown, write_markdown
 from calipers.render.text import escape
 from calipers.running.check import CheckOptions, CheckRun, run_check
 from calipers.running.executor import default_workers
 from calipers.running.kelvin_config import load_kelvin_config
-from calipers.schemes.robustness import terminal as terminal_robustness
+
+# The scheme's terminal output and the JSON and Markdown writers are imported where used: the
+# scheme layer (pydantic) loads while the pipelines run (running.check), not before them.
 
 CONFIG_NAMES = ("kelvin.yaml", "calipers.yaml")
 
@@ -137,10 +137,17 @@ def check(
             hint="Run the same command again: cached invocations are not repeated.",
         ) from None
     stored = 0 if no_store else store_rows(result, db)
-    report = json.loads((result.out / "report.json").read_text())
+    from calipers.schemes.robustness import terminal as terminal_robustness
+
+    if json_out or markdown_out:
+        report = json.loads((result.out / "report.json").read_text())
     if json_out:
+        from calipers.render.json_report import write_json
+
         write_json(report, json_out)
     if markdown_out:
+        from calipers.render.markdown import check_markdown, write_markdown
+
         finding = terminal_robustness.diagnostic(
             result.result, cfg.decision_field, list(cfg.governing_types)
         )

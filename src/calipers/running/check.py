@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
+import threading
 from concurrent.futures import Future, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from calipers.data.decision import DecisionField, is_structured
 from calipers.data.files import write_atomic
@@ -41,17 +43,12 @@ from calipers.running.perturb import (
     generate_variants,
     single_case_warning,
 )
-from calipers.schemes.robustness.scoring import (
-    BASELINE,
-    SENSITIVITY_KINDS,
-    CaseResult,
-    RunRobustness,
-    VariantResult,
-    governing_type,
-    score_run,
-)
-from calipers.stats import DEFAULT_SEED
 from calipers.workspace import PIPELINE_CACHE
+
+if TYPE_CHECKING:
+    # Imported when the scores are computed (see `_prefetch_scoring`), not before the first
+    # pipeline call: the scheme layer brings pydantic.
+    from calipers.schemes.robustness.scoring import CaseResult, RunRobustness
 
 SCHEMA_VERSION = 1  # kelvin's report.json version
 
@@ -67,7 +64,7 @@ class CheckOptions:
     progress: bool | None = None
     confidence_level: float = 0.95
     n_resamples: int = 10_000
-    bootstrap_seed: int = DEFAULT_SEED
+    bootstrap_seed: int | None = None  # None: calipers.stats.DEFAULT_SEED (numpy loads later)
     executor: ExecutorName = "local"
     ray_address: str | None = None
 
@@ -96,11 +93,34 @@ def _safe_part(name: str, what: str) -> str:
     return name
 
 
-def _inside(root: Path, *parts: str) -> Path:
+def _inside(root: Path, *parts: str, resolved_root: Path | None = None) -> Path:
     path = root.joinpath(*parts)
-    if not path.resolve().is_relative_to(root.resolve()):
+    if not path.resolve().is_relative_to(resolved_root or root.resolve()):
         raise InputError(f"{path} would be outside the output directory {root}")
     return path
+
+
+# What scoring imports and the pipelines do not need: the scheme layer (pydantic) and, for the
+# intervals' t quantile, scipy.special (stats.estimate imports it lazily). ~0.25 s of CPU together.
+_SCORING_MODULES = ("calipers.schemes.robustness.scoring", "scipy.special")
+
+
+def _prefetch_scoring() -> threading.Thread | None:
+    """Import what scoring needs on a thread, while the pool's workers mostly wait on pipelines,
+    instead of after the last one. Any import error is left for the real import to raise."""
+    if all(name in sys.modules for name in _SCORING_MODULES):
+        return None
+
+    def load() -> None:
+        import importlib
+
+        for name in _SCORING_MODULES:
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
+
+    thread = threading.Thread(target=load, name="calipers-prefetch")
+    thread.start()
+    return thread
 
 
 def pipeline_for(config: KelvinConfig, *, use_cache: bool, default_cache: Path) -> Pipeline:
@@ -120,6 +140,7 @@ def run_check(config: KelvinConfig, options: CheckOptions) -> CheckRun:
     seed = config.seed if options.seed is None else options.seed
     root = config.path.parent
     out = options.out or root / "kelvin"
+    resolved_out = out.resolve()  # once: each job's directory is checked against it
     all_cases = load_cases(config.cases_dir, config_file=config.path)
     check_governing_types(all_cases, config.governing_types, config_file=config.path)
     cases = select_cases(all_cases, only=options.only)
@@ -150,12 +171,11 @@ def run_check(config: KelvinConfig, options: CheckOptions) -> CheckRun:
     with contextlib.closing(backend), JobPool(
         extract=extract, seed=seed, progress=options.progress, label="check", backend=backend
     ) as pool:  # fmt: skip
-        started = {
-            pool.submit(
-                pipeline, Job(f"{c.name}/baseline", c.render(), _inside(out, c.name, "baseline"))
-            ): c
-            for c in cases
-        }
+        started: dict[Future[InvocationResult], Case] = {}
+        for c in cases:
+            where = _inside(out, c.name, "baseline", resolved_root=resolved_out)
+            started[pool.submit(pipeline, Job(f"{c.name}/baseline", c.render(), where))] = c
+        prefetch = _prefetch_scoring()
         for future in as_completed(started):
             case, res = started[future], future.result()
             baselines[case.name] = res
@@ -169,7 +189,8 @@ def run_check(config: KelvinConfig, options: CheckOptions) -> CheckRun:
                 continue
             pending_replays[case.name] = [
                 pool.submit(fresh, Job(f"{case.name}/replay-{i:02d}", case.render(),
-                                       _inside(out, case.name, "baseline", "replays", f"{i:02d}")))
+                                       _inside(out, case.name, "baseline", "replays", f"{i:02d}",
+                                               resolved_root=resolved_out)))
                 for i in range(1, replications)
             ]  # fmt: skip
             batch = generate_variants(
@@ -177,11 +198,13 @@ def run_check(config: KelvinConfig, options: CheckOptions) -> CheckRun:
                 kinds=config.perturbation_kinds,
             )  # fmt: skip
             batches[case.name] = batch
-            variants_dir = _inside(out, case.name, "perturbations")
+            variants_dir = _inside(out, case.name, "perturbations", resolved_root=resolved_out)
+            resolved_variants = variants_dir.resolve()
             pending_variants[case.name] = [
                 pool.submit(pipeline, Job(
                     f"{case.name}/{p.variant_id}", p.text,
-                    _inside(variants_dir, _safe_part(p.variant_id, "variant id")),
+                    _inside(variants_dir, _safe_part(p.variant_id, "variant id"),
+                            resolved_root=resolved_variants),
                 ))
                 for p in batch.perturbations
             ]  # fmt: skip
@@ -201,12 +224,18 @@ def run_check(config: KelvinConfig, options: CheckOptions) -> CheckRun:
         results += [f.result() for f in pending_variants[case.name]]
         replays[case.name] = [f.result() for f in pending_replays[case.name]]
 
+    if prefetch is not None:
+        prefetch.join()
+    from calipers.schemes.robustness.scoring import score_run
+    from calipers.stats import DEFAULT_SEED
+
     rows, case_results = _collect(
         options.run_name, cases, ordered_baselines, replays, variants, results
     )
     scored = score_run(
         case_results, options.run_name, confidence_level=options.confidence_level,
-        n_resamples=options.n_resamples, seed=options.bootstrap_seed,
+        n_resamples=options.n_resamples,
+        seed=DEFAULT_SEED if options.bootstrap_seed is None else options.bootstrap_seed,
     )  # fmt: skip
     everything = [*ordered_baselines, *results, *(r for rs in replays.values() for r in rs)]
     run = CheckRun(
@@ -252,6 +281,13 @@ def _collect(
 ) -> tuple[list[dict[str, Any]], list[CaseResult]]:
     """Sample rows for the store, and the cases scored from the same values."""
     from calipers.data.decision import distance
+    from calipers.schemes.robustness.scoring import (
+        BASELINE,
+        SENSITIVITY_KINDS,
+        CaseResult,
+        VariantResult,
+        governing_type,
+    )
 
     rows: list[dict[str, Any]] = []
     by_name: dict[str, CaseResult] = {}

@@ -13,13 +13,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Literal, TypeVar
-
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from calipers.running.invoke import Extract, InvocationResult, Pipeline
 from calipers.running.jobs import Backend, Job, default_workers, run_job
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 __all__ = ["Backend", "ExecutorName", "Job", "JobPool", "default_workers", "open_backend"]
 
@@ -62,8 +62,39 @@ def open_backend(
     return ThreadBackend(workers)
 
 
-def progress_bar(show: bool | None) -> Progress:
+class NoBar:
+    """What `progress_bar` gives when no bar is shown: the calls a bar takes, doing nothing.
+    (rich.progress costs ~8 ms of CPU to import: a quiet, piped or CI run never pays it.)"""
+
+    def __enter__(self) -> NoBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def add_task(self, description: str, *, total: float | None = None) -> TaskID:
+        return cast("TaskID", 0)
+
+    def update(self, task: TaskID, *, total: float | None = None) -> None:
+        return None
+
+    def advance(self, task: TaskID, advance: float = 1) -> None:
+        return None
+
+
+def progress_bar(show: bool | None) -> Progress | NoBar:
     """A bar on stderr, shown on an interactive terminal unless `show` says otherwise."""
+    if not (sys.stderr.isatty() if show is None else show):
+        return NoBar()
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -71,7 +102,6 @@ def progress_bar(show: bool | None) -> Progress:
         TimeElapsedColumn(),
         console=Console(stderr=True, emoji=False),
         transient=True,
-        disable=not (sys.stderr.isatty() if show is None else show),
     )
 
 
@@ -97,6 +127,7 @@ class JobPool:
         self._pending: list[Future[InvocationResult]] = []
         self._bar = progress_bar(progress)
         self._task = self._bar.add_task(label, total=0)
+        self._total = 0
 
     def __enter__(self) -> JobPool:
         self._bar.__enter__()
@@ -117,7 +148,8 @@ class JobPool:
             self._bar.__exit__(None, None, None)
 
     def submit(self, pipeline: Pipeline, job: Job) -> Future[InvocationResult]:
-        self._bar.update(self._task, total=(self._bar.tasks[0].total or 0) + 1)
+        self._total += 1
+        self._bar.update(self._task, total=self._total)
         future = self.backend.invoke(pipeline, job, self.extract, self.seed)
         future.add_done_callback(lambda _: self._bar.advance(self._task))
         self._pending.append(future)

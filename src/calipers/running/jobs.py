@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from calipers.data.files import write_atomic
-from calipers.running.invoke import Extract, InvocationResult, Pipeline, invoke
+from calipers.running.invoke import Extract, InvocationResult, Pipeline, invoke, write_unless_same
 
 T = TypeVar("T")
 
@@ -42,7 +41,7 @@ def job_rng(seed: int, name: str) -> random.Random:
 
 
 def run_job(pipeline: Pipeline, job: Job, extract: Extract, seed: int) -> InvocationResult:
-    write_atomic(job.input_path, job.text)
+    write_unless_same(job.input_path, job.text)
     return invoke(
         pipeline, job.input_path, job.output_path, extract=extract, rng=job_rng(seed, job.name)
     )
