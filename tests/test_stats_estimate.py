@@ -133,3 +133,20 @@ def test_sign_test_detectable_difference_has_the_power_it_claims() -> None:
                     for u, m in zip(up, moved, strict=True)]  # fmt: skip
         assert np.mean(rejected) == pytest.approx(0.8, abs=0.025)
     assert sign_test_detectable(5, 0.5, 1.0, alpha=0.05) == float("inf")  # 5 units: p ≥ 0.0625
+
+
+def test_the_t_quantile_table_is_scipys_bit_for_bit() -> None:
+    from scipy.special import stdtrit
+
+    from calipers.stats._t975 import T975 as _T975
+    from calipers.stats.estimate import t_quantile
+
+    q = 1.0 - (1.0 - 0.95) / 2.0  # as the intervals compute it
+    assert q == 0.975 and len(_T975) == 300
+    for df in range(1, 301):
+        assert t_quantile(q, df) == float(stdtrit(df, q)), df
+        assert t_quantile(q, float(df)) == float(stdtrit(float(df), q))
+    # off the table: scipy itself
+    assert t_quantile(q, 301) == float(stdtrit(301, q))
+    assert t_quantile(q, 7.5) == float(stdtrit(7.5, q))
+    assert t_quantile(0.995, 10) == float(stdtrit(10, 0.995))

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from calipers.version import __version__
-
 if TYPE_CHECKING:
     from calipers.api import Samples, available_schemes, compare, load, open, plan, score
     from calipers.errors import CalipersError, DataError, GateFailed, InputError, ValidationError
@@ -39,6 +37,10 @@ _ERRORS = {"CalipersError", "DataError", "GateFailed", "InputError", "Validation
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # read from the package metadata on first use (40 ms)
+        from calipers.version import calipers_version
+
+        return calipers_version()
     if name in _API:
         from calipers import api
 

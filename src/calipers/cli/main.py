@@ -22,7 +22,6 @@ import click
 from rich.console import Console
 
 from calipers.errors import EXIT_INPUT, EXIT_INTERRUPTED, CalipersError
-from calipers.version import __version__
 
 # command → the module under calipers.cli that defines it
 COMMANDS = {
@@ -51,7 +50,7 @@ class LazyGroup(click.Group):
     cls=LazyGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
-@click.version_option(__version__, prog_name="calipers")
+@click.version_option(package_name="calipers", prog_name="calipers")
 def cli() -> None:
     """The measurement layer for LLM and agent evaluations.
 

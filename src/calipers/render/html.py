@@ -15,7 +15,7 @@ from typing import Any
 
 from calipers.data.files import visible_controls, write_atomic
 from calipers.errors import InputError
-from calipers.version import __version__
+from calipers.version import calipers_version
 
 
 def _visible(value: Any) -> Any:
@@ -74,7 +74,11 @@ def render(
     """The page for a report of `kind` (the name of its template)."""
     template = _environment().get_template(f"{kind}.html.j2")
     page = template.render(
-        report=report, plots=plots or {}, version=__version__, docs_base=docs_base(), **context
+        report=report,
+        plots=plots or {},
+        version=calipers_version(),
+        docs_base=docs_base(),
+        **context,
     )
     return str(page)
 

@@ -100,9 +100,9 @@ def _inside(root: Path, *parts: str, resolved_root: Path | None = None) -> Path:
     return path
 
 
-# What scoring imports and the pipelines do not need: the scheme layer (pydantic) and, for the
-# intervals' t quantile, scipy.special (stats.estimate imports it lazily). ~0.25 s of CPU together.
-_SCORING_MODULES = ("calipers.schemes.robustness.scoring", "scipy.special")
+# What scoring imports and the pipelines do not need: the scheme layer (pydantic). (The intervals'
+# 95% t quantiles come from a table in stats.estimate, without scipy.special.)
+_SCORING_MODULES = ("calipers.schemes.robustness.scoring",)
 
 
 def _prefetch_scoring() -> threading.Thread | None:
