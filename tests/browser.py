@@ -8,10 +8,12 @@ error; `screenshot_is_blank` reads the PNG's pixels."""
 
 from __future__ import annotations
 
+import fcntl
 import io
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -35,19 +37,31 @@ CHROMIUM_FLAGS = [
 ]
 
 
+def _installed() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
 def chromium_path() -> str:
     """Debian's chromium, installed now when it is missing (as root, through apt-get)."""
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    found = _installed()
     if found:
         return found
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
         raise RuntimeError(
             "the HTML report tests need Debian's chromium: apt-get install chromium (as root)"
         )
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, capture_output=True)
-    subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], check=True, env=env,
-                   capture_output=True)  # fmt: skip
+    # Each pytest-xdist worker launches its own browser: the first installs while the others wait
+    # here (two apt-gets at once fail on dpkg's lock), then find it installed.
+    lock = Path(tempfile.gettempdir()) / "calipers-tests-chromium-install.lock"
+    with lock.open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        found = _installed()
+        if found:
+            return found
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, capture_output=True)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], check=True, env=env,
+                       capture_output=True)  # fmt: skip
     found = shutil.which("chromium")
     if not found:
         raise RuntimeError("apt-get installed chromium, but it is not on PATH")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -99,12 +100,84 @@ def _reports_match_their_schemas(monkeypatch: pytest.MonkeyPatch) -> Any:
     assert not problems, problems
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # Under pytest-xdist (`make test` runs `-n 2`) each worker validates the reports of its own
+    # tests: a worker hands its list to the controller, which prints the one summary line.
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["validated_reports"] = list(_VALIDATED)
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: unknown (and never called) without xdist
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    _VALIDATED.extend(getattr(node, "workeroutput", {}).get("validated_reports", []))
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     if _VALIDATED:
         kinds = {k: _VALIDATED.count(k) for k in sorted(set(_VALIDATED))}
         terminalreporter.write_line(
             f"JSON reports validated against their schemas: {len(_VALIDATED)} " + str(kinds)
         )
+
+
+# `make test` runs the suite on two workers (pytest-xdist, `-n 2 --dist loadgroup`). These run on
+# one worker, in turn: modules whose module-scoped fixture is costly (a demo run, a set of pages
+# built once), and the tests that time processes, kill them mid-way or count calls in flight,
+# which another such test (or a Ray instance) on the other worker would slow down. Keys are a
+# test module, or a module and a test function (all its parameters).
+_ONE_WORKER: dict[str, str] = {
+    "test_demo_hints.py": "demo_hints",
+    "test_html_readable.py": "html_readable",
+    "test_html_score_pages.py": "html_score_pages",
+    "test_reasonscore_leaderboard.py": "reasonscore_leaderboard",
+    "test_scheme_plugin.py": "scheme_plugin",
+    "test_faults.py": "timing",
+    "test_store_concurrency.py": "timing",
+    "test_executor_ray.py": "timing",
+    "test_store_schema.py::test_two_processes_read_one_store_at_once": "timing",
+    "test_judge_cache_faults.py::test_replies_are_cached_as_they_arrive": "timing",
+    "test_judge_cache_faults.py::test_judge_timeout_and_retries_are_settable": "timing",
+    "test_judging.py::test_judge_calls_run_side_by_side_within_a_run": "timing",
+    "test_async_judges.py::test_at_most_j_calls_in_flight_and_j_reached": "timing",
+    "test_running_invoke.py::test_timeout_kills_the_process_group_and_can_be_retried": "timing",
+    "test_running_invoke.py::test_a_killed_run_resumes_without_repeating_finished_invocations": (
+        "timing"
+    ),
+    "test_check.py::test_killed_run_resumes_to_the_same_report_without_repeating_work": "timing",
+}
+
+
+def one_worker_group(nodeid: str) -> str | None:
+    """The group of `_ONE_WORKER` a test belongs to, from its node id, or None."""
+    path, _, rest = nodeid.partition("::")
+    module, function = path.rsplit("/", 1)[-1], rest.rsplit("::", 1)[-1].split("[", 1)[0]
+    return _ONE_WORKER.get(f"{module}::{function}", _ONE_WORKER.get(module))
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadgroup`, with the groups above as well as `xdist_group` marks. The groups are
+    looked up from the node ids here because marks alone group nothing with pytest 9.2: its node
+    ids are structured, and xdist 3.8 still rewrites the old `_nodeid` string to add `@group`
+    (pytest-xdist issue #1386). `_split_scope` is how xdist's own LoadGroupScheduling groups."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class Grouped(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope: str = super()._split_scope(nodeid)
+            return scope if scope != nodeid else (one_worker_group(nodeid) or nodeid)
+
+    return Grouped(config, log)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # On the workers the slow tests come first (a stable sort: the rest keeps its order):
+        # a minute-long test handed out last would leave one worker running it alone at the end.
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(scope="session")

@@ -70,7 +70,12 @@ def test_export_dash_writes_to_stdout(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.duckdb"]  # no file named "-"
 
 
-def test_runs_json_takes_a_path_or_dash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_runs_json_takes_a_path_or_dash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # wide enough for the path on one line: under pytest-xdist tmp_path is longer (popen-gwN/)
+    # and an 80-column console folds it inside the file name
+    monkeypatch.setenv("COLUMNS", "200")
     db = str(tmp_path / "s.duckdb")
     assert main(["import", str(LAYERED), "--db", db, "-q"]) == 0
     capsys.readouterr()

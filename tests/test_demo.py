@@ -14,6 +14,7 @@ from calipers.cli.main import main
 from calipers.demo.synthetic import generate_samples
 
 
+@pytest.mark.slow  # the whole demo: data, checks, a suite run, pages
 def test_demo_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--dir", str(tmp_path)]) == 0
     out = " ".join(capsys.readouterr().out.split())  # the console wraps at 80 columns
@@ -84,6 +85,7 @@ def test_the_demo_judge_scores_content_word_recall() -> None:
     assert score(expected, "Riders must be 16.") == 1 + round(4 * 3 / 7)
 
 
+@pytest.mark.slow  # the whole demo again
 def test_demo_in_a_relative_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,8 +29,12 @@ SAMPLES = 24
 WORKERS = 4
 
 
-def _store(tmp_path: Path) -> Path:
-    data = tmp_path / "samples.jsonl"
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store of SAMPLES unjudged samples, imported once by `calipers import`; each test judges
+    its own copy of it (_store)."""
+    tmp = tmp_path_factory.mktemp("imported")
+    data = tmp / "samples.jsonl"
     data.write_text(
         "".join(
             json.dumps({"run": "r", "task": "t", "sample_id": f"s{i:02d}", "output": f"answer {i}"})
@@ -37,8 +42,15 @@ def _store(tmp_path: Path) -> Path:
             for i in range(SAMPLES)
         )
     )
-    db = tmp_path / "store.duckdb"
+    db = tmp / "store.duckdb"
     subprocess.run([*CALIPERS, "import", str(data), "--db", str(db), "-q"], check=True)
+    assert not db.with_name(db.name + ".wal").exists()  # all in the one file that is copied
+    return db
+
+
+def _store(tmp_path: Path, imported: Path) -> Path:
+    db = tmp_path / "store.duckdb"
+    shutil.copyfile(imported, db)
     return db
 
 
@@ -88,10 +100,10 @@ def _answer_then(server: JudgeServer, after: int, act: Any, delay: float = 0.02)
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]]:
+def reference(tmp_path_factory: pytest.TempPathFactory, imported: Path) -> dict[str, list[Any]]:
     """An uninterrupted judging of the store: what every interrupted one must end as."""
     tmp = tmp_path_factory.mktemp("reference")
-    db = _store(tmp)
+    db = _store(tmp, imported)
     with judge_server() as server:
         server.script = lambda body: ("answer", _score_of(body))
         proc = _grade(db, server, tmp)
@@ -103,9 +115,9 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]]:
 
 @pytest.mark.parametrize("kill_after", [0, 2, 5, 7, 10, 12, 15, 17, 20, 22])
 def test_kill_9_while_judging_repeats_only_calls_in_flight(
-    tmp_path: Path, reference: dict[str, list[Any]], kill_after: int
+    tmp_path: Path, imported: Path, reference: dict[str, list[Any]], kill_after: int
 ) -> None:
-    db = _store(tmp_path)
+    db = _store(tmp_path, imported)
     with judge_server() as server:
         holder: dict[str, subprocess.Popen[str]] = {}
         # killed while answering call kill_after + 1: that call and the others in flight are lost
@@ -129,9 +141,9 @@ def test_kill_9_while_judging_repeats_only_calls_in_flight(
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupt_while_judging_exits_fast_and_keeps_finished(
-    tmp_path: Path, sig: signal.Signals
+    tmp_path: Path, imported: Path, sig: signal.Signals
 ) -> None:
-    db = _store(tmp_path)
+    db = _store(tmp_path, imported)
     with judge_server() as server:
         holder: dict[str, subprocess.Popen[str]] = {}
         at: list[float] = []
@@ -239,9 +251,9 @@ def test_pipeline_children_die_with_a_killed_driver(tmp_path: Path) -> None:
     _wait_for(lambda: not any(_alive(pid) for pid in slow), timeout=5)
 
 
-def test_a_command_judge_is_killed_on_interrupt(tmp_path: Path) -> None:
+def test_a_command_judge_is_killed_on_interrupt(tmp_path: Path, imported: Path) -> None:
     """A command judge that hangs does not hold Ctrl-C for its timeout."""
-    db = _store(tmp_path)
+    db = _store(tmp_path, imported)
     judge = tmp_path / "judge.py"
     marker = tmp_path / "started"
     judge.write_text(
@@ -271,8 +283,6 @@ def test_stopping_state_does_not_outlive_an_interrupt() -> None:
 
 
 def test_interrupting_check_stops_its_pipelines(tmp_path: Path) -> None:
-    import shutil
-
     cases = Path(__file__).parent / "fixtures" / "kelvin" / "cases"
     shutil.copytree(cases, tmp_path / "cases")
     (tmp_path / "slow.py").write_text(

@@ -66,6 +66,9 @@ def test_hostile_names_through_the_store_and_the_layered_views(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    # wide enough for the store's path on one line: under pytest-xdist tmp_path is longer
+    # (popen-gwN/) and an 80-column console folds it inside `s[1].duckdb`
+    monkeypatch.setenv("COLUMNS", "200")
     data = _renamed(tmp_path, "layered.jsonl", [MARKUP, LINK], [MATH, BELL])
     db = str(tmp_path / "s[1].duckdb")  # a path is data too
     assert main(["import", str(data), "--db", db]) == 0
@@ -97,8 +100,15 @@ def test_hostile_names_through_the_store_and_the_layered_views(
     ],
 )
 def test_hostile_names_in_every_scheme_view(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], example: str, args: list[str]
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    example: str,
+    args: list[str],
 ) -> None:
+    # rubric scoring records its history in the default store, .calipers/ in the working
+    # directory: the test's own, not the checkout's (shared by parallel test workers)
+    monkeypatch.chdir(tmp_path)
     data = _renamed(tmp_path, example, [MARKUP, LINK, MATH], [MATH, BELL, MARKUP])
     given = {"data": str(data), "rubric": str(EXAMPLES / "rubric.yaml")}
     argv: list[Any] = [a.format(**given) for a in args]

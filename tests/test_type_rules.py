@@ -82,9 +82,29 @@ def _record(field: str, value: Any) -> dict[str, Any]:
     return record
 
 
-def test_every_field_and_wrong_type_gets_one_verdict_in_json_lines(tmp_path: Path) -> None:
-    disagreements = []
+def _top_level(field: str) -> str:
+    return field.split("[]", 1)[0]
+
+
+# The cases in one test per top-level field (~950 files, each staged alone: a minute in one test),
+# so that parallel test workers (pytest-xdist) share them; together they are every case.
+JSONL_FIELDS = sorted({_top_level(field) for field, _ in _jsonl_cases()})
+
+
+def test_the_json_lines_cases_cover_every_field_and_wrong_type() -> None:
     cases = _jsonl_cases()
+    assert len(cases) > 600
+    assert {_top_level(f.name) for f in FIELDS} - set(JSONL_FIELDS) == {"run", "task", "sample_id"}
+    assert sorted({_top_level(field) for field, _ in cases}) == JSONL_FIELDS  # a test each
+
+
+@pytest.mark.parametrize("top_level", JSONL_FIELDS)
+def test_every_field_and_wrong_type_gets_one_verdict_in_json_lines(
+    tmp_path: Path, top_level: str
+) -> None:
+    disagreements = []
+    cases = [(field, value) for field, value in _jsonl_cases() if _top_level(field) == top_level]
+    assert cases
     for n, (field, value) in enumerate(cases):
         record = _record(field, value)
         path = tmp_path / f"{n}.jsonl"
@@ -93,7 +113,6 @@ def test_every_field_and_wrong_type_gets_one_verdict_in_json_lines(tmp_path: Pat
         if fast != checker:
             disagreements.append((field, value, fast, checker))
     assert disagreements == []
-    assert len(cases) > 600
 
 
 @pytest.mark.parametrize(
