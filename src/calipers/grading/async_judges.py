@@ -19,10 +19,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from concurrent.futures import Future
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from calipers.grading.judges import JudgeCallError, OpenAIJudge
+
+Reply = tuple[str | None, str | None]
 
 
 def _limits(workers: int) -> Any:
@@ -56,6 +59,7 @@ class AsyncJudgeCalls:
         )
         self._thread.start()
         self._clients: dict[str, Any] = {}
+        self._writer = ThreadPoolExecutor(max_workers=2, thread_name_prefix="calipers-keep")
         self._closed = False
         self._slots = asyncio.Semaphore(self.workers)  # bound to the loop on first use
 
@@ -65,9 +69,13 @@ class AsyncJudgeCalls:
     def __exit__(self, *exc: object) -> None:
         self.close(wait=exc[0] is None)
 
-    def submit(self, judge: OpenAIJudge, prompt: str) -> Future[tuple[str | None, str | None]]:
-        """(reply, None) or (None, error), as `call_judge` returns them."""
-        return asyncio.run_coroutine_threadsafe(self._call(judge, prompt), self._loop)
+    def submit(
+        self, judge: OpenAIJudge, prompt: str, *, then: Callable[[Reply], None] | None = None
+    ) -> Future[Reply]:
+        """(reply, None) or (None, error), as `call_judge` returns them. `then(result)` runs on a
+        writer thread before the call gives up its slot and its future completes (the driver
+        caches replies there: at most `workers` answered calls are ever not on disk)."""
+        return asyncio.run_coroutine_threadsafe(self._call(judge, prompt, then), self._loop)
 
     def _client(self, judge: OpenAIJudge) -> Any:
         # one client per endpoint, model and key: a judge ensemble on one server shares nothing
@@ -83,17 +91,25 @@ class AsyncJudgeCalls:
             self._clients[key] = client
         return client
 
-    async def _call(self, judge: OpenAIJudge, prompt: str) -> tuple[str | None, str | None]:
+    async def _call(
+        self, judge: OpenAIJudge, prompt: str, then: Callable[[Reply], None] | None
+    ) -> Reply:
         async with self._slots:
-            try:
-                text = await self._client(judge).post(
-                    "/chat/completions", body=judge.request_body(prompt), cast_to=str
-                )
-                return judge.redact(judge.content(text)), None
-            except JudgeCallError as exc:
-                return None, judge.redact(str(exc))
-            except Exception as exc:  # the client's errors, mapped (others re-raised)
-                return None, judge.redact(str(judge.call_error(exc)))
+            result = await self._ask(judge, prompt)
+            if then is not None:  # file writes off the loop, but inside the slot
+                await self._loop.run_in_executor(self._writer, then, result)
+            return result
+
+    async def _ask(self, judge: OpenAIJudge, prompt: str) -> Reply:
+        try:
+            text = await self._client(judge).post(
+                "/chat/completions", body=judge.request_body(prompt), cast_to=str
+            )
+            return judge.redact(judge.content(text)), None
+        except JudgeCallError as exc:
+            return None, judge.redact(str(exc))
+        except Exception as exc:  # the client's errors, mapped (others re-raised)
+            return None, judge.redact(str(judge.call_error(exc)))
 
     def close(self, *, wait: bool = True) -> None:
         """Close the connections and stop the loop. `wait=False` (an interrupt): stop at once;
@@ -107,6 +123,7 @@ class AsyncJudgeCalls:
             with contextlib.suppress(Exception):
                 closing.result(timeout=5)
         self._loop.call_soon_threadsafe(self._loop.stop)
+        self._writer.shutdown(wait=wait, cancel_futures=not wait)
         if wait:
             self._thread.join(timeout=5)
             if not self._thread.is_alive():

@@ -9,8 +9,9 @@ null and its `error` — never a 0 — and is not cached, so a re-run asks again
 from __future__ import annotations
 
 import math
+import threading
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +89,7 @@ def judge_requests(
                 hit = cache.get(key) if cache and key and use_hits else None
                 calls.append((i, judge, repeat, key, hit))
     futures: dict[int, Future[tuple[str | None, str | None]]] = {}
+    kept: list[threading.Event] = []  # remote backends: set when a reply is on disk
     # OpenAI-compatible judges on the local backend: coroutines on one event loop, as many in
     # flight as the backend has workers; command judges (and every judge on Ray) on the backend
     workers = getattr(backend, "workers", None) if backend.name == "local" else None
@@ -98,22 +100,27 @@ def judge_requests(
         task = bar.add_task("judging", total=len(calls))
         bar.advance(task, len(calls) - len(misses))
         try:
-            for n, (i, judge, _, _, hit) in enumerate(calls):
+            for n, (i, judge, repeat, key, hit) in enumerate(calls):
                 if hit is not None:
                     continue
+                # A call's reply is cached before its future completes — on the worker, or on
+                # the event loop's writer thread while the call still holds its slot — so at most
+                # -j calls are ever in flight and not on disk: a run killed while judging repeats
+                # only those, and an interrupt stores nothing the cache does not hold.
+                keep = _keeper(cache, key, judge, requests[i].template, repeat)
+                prompt = requests[i].prompt
                 if loop_calls is not None and isinstance(judge, OpenAIJudge):
-                    futures[n] = loop_calls.submit(judge, requests[i].prompt)
-                else:
-                    futures[n] = backend.call(call_judge, judge, requests[i].prompt)
-            # Each reply is cached here, on this thread, the moment it arrives: a run killed
-            # while judging repeats only the calls in flight, and the file writes stay off the
-            # event loop and the workers (they were a third of the loop's time).
-            index = {id(f): n for n, f in futures.items()}
-            for future in as_completed(futures.values()):
-                n = index[id(future)]
-                i, judge, repeat, key, _ = calls[n]
-                _keep_reply(cache, key, judge, requests[i].template, repeat, future)
+                    futures[n] = loop_calls.submit(judge, prompt, then=keep)
+                elif backend.name == "local":
+                    futures[n] = backend.call(_call_and_keep, judge, prompt, keep)
+                else:  # remote workers: the driver keeps the cache, as each reply comes back
+                    futures[n] = backend.call(call_judge, judge, prompt)
+                    kept.append(threading.Event())
+                    futures[n].add_done_callback(_keep_on_driver(keep, kept[-1]))
+            for _ in as_completed(futures.values()):
                 bar.advance(task)
+            for event in kept:  # a future's waiters wake before its callbacks have run
+                event.wait()
         except KeyboardInterrupt:
             # Ctrl-C: calls not yet started are dropped (command judges are killed by the
             # interrupt handler); every reply received is already cached. Calls in flight are
@@ -169,24 +176,43 @@ def _finished(
     return out
 
 
-def _keep_reply(
-    cache: JudgeCache | None,
-    key: str | None,
-    judge: Judge,
-    template: PromptTemplate,
-    repeat: int,
-    future: Future[tuple[str | None, str | None]],
-) -> None:
-    """Cache a readable reply (atomically, one file per reply). A failed call or an unreadable
-    reply is never cached."""
-    if cache is None or key is None or future.cancelled() or future.exception():
-        return
-    reply, error = future.result()
-    if reply is None:
-        return
-    rows = judgments_from(judge, template, reply, error, repeat=repeat)
-    if rows[0]["error"] is None:
-        cache.put(key, reply)
+Reply = tuple[str | None, str | None]
+
+
+def _keeper(
+    cache: JudgeCache | None, key: str | None, judge: Judge, template: PromptTemplate, repeat: int
+) -> Callable[[Reply], None]:
+    """What caches one call's reply: a readable reply atomically, one file per reply; a failed
+    call or an unreadable reply never."""
+
+    def keep(result: Reply) -> None:
+        reply, error = result
+        if cache is None or key is None or reply is None:
+            return
+        rows = judgments_from(judge, template, reply, error, repeat=repeat)
+        if rows[0]["error"] is None:
+            cache.put(key, reply)
+
+    return keep
+
+
+def _call_and_keep(judge: Judge, prompt: str, keep: Callable[[Reply], None]) -> Reply:
+    result = call_judge(judge, prompt)
+    keep(result)
+    return result
+
+
+def _keep_on_driver(
+    keep: Callable[[Reply], None], done: threading.Event
+) -> Callable[[Future[Reply]], None]:
+    def callback(future: Future[Reply]) -> None:
+        try:
+            if not future.cancelled() and future.exception() is None:
+                keep(future.result())
+        finally:
+            done.set()
+
+    return callback
 
 
 @dataclass(frozen=True)
