@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import platform
+import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,17 @@ def machine() -> dict[str, Any]:
         "scipy": scipy.__version__,
         "duckdb": duckdb.__version__,
     }
+
+
+def bytecode_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for timed children, run from bytecode as installed packages are: with
+    PYTHONDONTWRITEBYTECODE set, an editable calipers would compile its sources at every start
+    (over a second of a compare); instead the children share a private PYTHONPYCACHEPREFIX (run
+    one untimed warm-up to fill it)."""
+    out = dict(os.environ if env is None else env)
+    if out.pop("PYTHONDONTWRITEBYTECODE", None):
+        out["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "calipers-bench-pycache")
+    return out
 
 
 def save(name: str, body: dict[str, Any]) -> Path:

@@ -175,3 +175,55 @@ def test_a_file_has_no_summaries_and_reads_the_lists(tmp_path: Path) -> None:
     body = json.loads(json.dumps(from_file.to_dict(), default=str))
     assert body["pairs"] == from_store["pairs"]
     assert body["variants"] == from_store["variants"]
+
+
+def _path_taken(db: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from calipers.schemes.layered import scoring
+
+    taken: list[str] = []
+    same_keys, stage_rows = scoring._same_keys, scoring.stage_rows
+    monkeypatch.setattr(scoring, "_same_keys",
+                        lambda *a: taken.append("same keys") or same_keys(*a))  # fmt: skip
+    monkeypatch.setattr(scoring, "stage_rows",
+                        lambda *a, **k: taken.append("join") or stage_rows(*a, **k))  # fmt: skip
+    _report(db)
+    return taken
+
+
+@pytest.mark.parametrize(
+    ("change", "path"),
+    [
+        (None, "same keys"),
+        ("treatment lacks samples", "join"),
+        ("groups", "join"),
+    ],
+)
+def test_runs_with_other_keys_or_groups_join_and_agree_with_the_lists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str | None, path: str
+) -> None:
+    rows = _samples(2)
+    if change == "treatment lacks samples":
+        rows = [r for r in rows if not (r["run"] == "treatment" and r["sample_id"] < "s05")]
+    if change != "groups":
+        for row in rows:
+            row.pop("group")
+    db = _store(tmp_path, rows)
+    assert _path_taken(db, monkeypatch) == [path]
+    from_summaries = _report(db, cluster="group" if change == "groups" else "sample_id")
+    _drop_summaries(db)
+    assert from_summaries == _report(db, cluster="group" if change == "groups" else "sample_id")
+
+
+def test_rows_out_of_order_are_sorted_on_the_same_keys_path(tmp_path: Path) -> None:
+    rows = _samples(3)
+    for row in rows:
+        row.pop("group")
+    db = _store(tmp_path, rows)
+    truth = _report(db)
+    con = duckdb.connect(str(db))  # the table rewritten in another order
+    con.execute("CREATE TABLE shuffled AS SELECT * FROM layer_inputs ORDER BY random()")
+    con.execute("DELETE FROM layer_inputs")
+    con.execute("INSERT INTO layer_inputs SELECT * FROM shuffled")
+    con.execute("DROP TABLE shuffled")
+    con.close()
+    assert _report(db) == truth

@@ -50,6 +50,7 @@ SHIPPED = {
     "0006_group": "fb64f8780dc9b4989202ee7f5adcccc7a85c90f75225fcbfb22bf78459226c18",
     "0009_pairwise": "22d69ead3b24acd5ae8f31d3e53b095103b8b381208ea1a633001063096595de",
     "0010_layer_inputs": "d3a1dc2a0bfb1c7d05071441c52a7b5784450061f1f1e68e66cc395d738fdbc0",
+    "0011_layer_input_keys": "513a265c5ec273ef77898f0b0578aab9a44b4e0e68afa1de442b8a478bee5cca",
 }
 
 

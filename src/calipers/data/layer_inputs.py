@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import duckdb
 
@@ -82,11 +83,19 @@ def packed_assertions() -> str:
 
 N_ASSERTIONS = "len(assertions)"
 
+# The ranks of a sample's key and task among its run's (runs with the same keys pair on them)
+KEY_RANK = "(dense_rank() OVER (ORDER BY task, sample_id) - 1)::BIGINT"
+TASK_RANK = "(dense_rank() OVER (ORDER BY task) - 1)::BIGINT"
+KEYS_DIGEST = (
+    "SELECT md5(string_agg(task || chr(0) || sample_id, chr(1) ORDER BY task, sample_id)) "
+    "FROM (SELECT DISTINCT task, sample_id FROM samples WHERE run = ?)"
+)
+
 # The summaries' version: any change to what they compute makes the stored ones stale.
 VERSION = hashlib.sha256(
     "\x00".join(
         [packed_assertions(), N_ASSERTIONS, HUMAN_OVERALL, judge_scores("x"), judge_scores(None),
-         *(judge_aggregate("s", a) for a in JUDGE_AGGREGATES)]
+         *(judge_aggregate("s", a) for a in JUDGE_AGGREGATES), KEY_RANK, TASK_RANK, KEYS_DIGEST]
     ).encode()
 ).hexdigest()[:16]  # fmt: skip
 
@@ -123,16 +132,20 @@ def refresh(con: duckdb.DuckDBPyConnection, runs: Sequence[str]) -> None:
         # sorted as a compare reads them, so that its ORDER BY finds them in order
         con.execute(
             f"""
-            INSERT INTO layer_inputs
+            INSERT INTO layer_inputs (run, task, sample_id, epoch, "group", packed,
+                n_assertions, human, judge_sum, judge_count, judge_min, judge_max, judge_ss,
+                key_rank, task_rank)
             SELECT run, task, sample_id, epoch, "group", {packed_assertions()},
-                   {N_ASSERTIONS}, {HUMAN_OVERALL}, {per_judge}
+                   {N_ASSERTIONS}, {HUMAN_OVERALL}, {per_judge}, {KEY_RANK}, {TASK_RANK}
             FROM (SELECT *{lists} FROM samples WHERE {one})
             ORDER BY task, sample_id, epoch
             """
         )
+        keys = con.execute(KEYS_DIGEST, [run]).fetchall()[0][0]
         con.execute(
-            "INSERT INTO layer_input_runs SELECT ?, ?, count(*), ? FROM samples WHERE run = ?",
-            [run, VERSION, judges, run],
+            "INSERT INTO layer_input_runs (run, version, samples, judges, keys) "
+            "SELECT ?, ?, count(*), ?, ? FROM samples WHERE run = ?",
+            [run, VERSION, judges, keys, run],
         )
 
 
@@ -151,15 +164,19 @@ def stale_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [r[0] for r in rows]
 
 
-def current(
-    con: duckdb.DuckDBPyConnection, runs: Sequence[str]
-) -> dict[str, list[str | None]] | None:
-    """Each run's judges when every one of `runs` has current summaries, else None (then the
-    inputs are computed from the nested lists)."""
+@dataclass(frozen=True)
+class RunSummaries:
+    judges: list[str | None]  # in the order of the per-judge lists
+    keys: str | None  # digest of the run's (task, sample_id) keys
+
+
+def current(con: duckdb.DuckDBPyConnection, runs: Sequence[str]) -> dict[str, RunSummaries] | None:
+    """Each run's summary record when every one of `runs` has current summaries, else None (then
+    the inputs are computed from the nested lists)."""
     try:
         rows = con.execute(
             f"""
-            SELECT r.run, r.judges FROM layer_input_runs r
+            SELECT r.run, r.judges, r.keys FROM layer_input_runs r
             JOIN (SELECT run, count(*) AS n FROM samples WHERE {_in(runs)} GROUP BY run) s
               ON s.run = r.run AND s.n = r.samples
             WHERE r.version = ?
@@ -168,5 +185,5 @@ def current(
         ).fetchall()
     except duckdb.CatalogException:  # not a store (a FILE read in memory), or one before 0010
         return None
-    found = {r[0]: list(r[1]) for r in rows}
+    found = {r[0]: RunSummaries(list(r[1]), r[2]) for r in rows}
     return found if all(r in found for r in runs) else None

@@ -131,6 +131,13 @@ CREATE TABLE layer_input_runs (
     judges VARCHAR[] NOT NULL
 )"""
 
+# Each summarised sample's rank among its run's (task, sample_id) keys and its task's among the
+# run's tasks, and per run a digest of its keys: runs with the same keys are paired on these ranks
+# without a join over every row.
+_0011_KEY_RANK = "ALTER TABLE layer_inputs ADD COLUMN key_rank BIGINT"
+_0011_TASK_RANK = "ALTER TABLE layer_inputs ADD COLUMN task_rank BIGINT"
+_0011_KEYS = "ALTER TABLE layer_input_runs ADD COLUMN keys VARCHAR"
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("0001_samples", (_0001_SAMPLES,)),
     ("0002_imports_log", (_0002_IMPORTS_LOG,)),
@@ -142,6 +149,7 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("0008_score_weights", (_0008_SCORE_WEIGHTS,)),
     ("0009_pairwise", (_0009_PAIRWISE,)),
     ("0010_layer_inputs", (_0010_LAYER_INPUTS, _0010_LAYER_INPUT_RUNS)),
+    ("0011_layer_input_keys", (_0011_KEY_RANK, _0011_TASK_RANK, _0011_KEYS)),
 )
 
 _BOOKKEEPING = (

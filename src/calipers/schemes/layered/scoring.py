@@ -206,31 +206,80 @@ def _assertion_layers(
 
 
 def _stage_summaries(
-    samples: SampleSet, runs: list[str], summarised: Mapping[str, list[str | None]]
+    samples: SampleSet, runs: list[str], summarised: Mapping[str, layer_inputs.RunSummaries]
 ) -> tuple[list[str | None], StagedRows]:
     """The staged rows from the summaries written with the samples (calipers.data.layer_inputs):
     the same columns as from the nested lists, without a pass over them. A judge a run lacks is
     NULL there, as its empty list is on the nested path."""
-    named = sorted({j for js in summarised.values() for j in js if j is not None})
-    judges: list[str | None] = [*named, *([None] if any(None in js for js in summarised.values())
+    judged = {run: s.judges for run, s in summarised.items()}
+    named = sorted({j for js in judged.values() for j in js if j is not None})
+    judges: list[str | None] = [*named, *([None] if any(None in js for js in judged.values())
                                           else [])]  # fmt: skip
+    where = f"run IN ({', '.join(sql_literal(r) for r in runs)})"
     view = "compared_layer_inputs"
     samples.con.execute(
-        f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM layer_inputs WHERE run IN "
-        f"({', '.join(sql_literal(r) for r in runs)})"
+        f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM layer_inputs WHERE {where}"
     )
     expressions = {"packed": "packed", "n_assertions": "n_assertions", "human": "human"}
     for i, judge in enumerate(judges):
         for agg in layer_inputs.JUDGE_AGGREGATES:
             cases = " ".join(
                 f"WHEN {sql_literal(run)} THEN judge_{agg}[{js.index(judge) + 1}]"
-                for run, js in summarised.items()
+                for run, js in judged.items()
                 if judge in js
             )
             expressions[f"judge_{i}_{agg}"] = f"CASE run {cases} END"
-    rows = stage_rows(SampleSet(samples.con, view, samples.origin), runs, expressions)
+    digests = {s.keys for s in summarised.values()}
+    grouped = samples.con.execute(
+        f'SELECT 1 FROM {view} WHERE "group" IS NOT NULL LIMIT 1'
+    ).fetchall()
+    if len(digests) == 1 and None not in digests and not grouped:
+        rows = _same_keys(samples, view, runs, expressions)
+    else:
+        rows = stage_rows(SampleSet(samples.con, view, samples.origin), runs, expressions)
     rows.samples = samples  # sample names come from the samples themselves
     return judges, rows
+
+
+def _same_keys(
+    samples: SampleSet, view: str, runs: list[str], expressions: Mapping[str, str]
+) -> StagedRows:
+    """`stage_rows` for runs with the same (task, sample_id) keys and no groups: each run's key
+    and task ranks, stored with the summaries, are the codes `stage_rows` would number over the
+    union — with no join over the rows. Each run's summaries are stored in (task, sample_id,
+    epoch) order and a scan keeps that order; it is checked, and sorted if ever not."""
+    run_code = " ".join(f"WHEN {sql_literal(r)} THEN {i}" for i, r in enumerate(runs))
+    exprs = "".join(f', {sql} AS "{name}"' for name, sql in expressions.items())
+    columns = samples.con.execute(
+        f"SELECT (CASE run {run_code} END)::INTEGER AS run_code, key_rank AS sid, "
+        f"task_rank AS task_code, epoch::BIGINT AS epoch{exprs} FROM {view}"
+    ).fetchnumpy()
+    code = np.asarray(columns["run_code"], dtype=np.int64)
+    sid = np.asarray(columns["sid"], dtype=np.int64)
+    epoch = np.asarray(columns["epoch"], dtype=np.int64)
+    step = np.lexsort((epoch, sid, code)) if code.size and not _ordered(code, sid, epoch) else None
+    if step is not None:
+        columns = {k: v[step] for k, v in columns.items()}
+        code, sid, epoch = code[step], sid[step], epoch[step]
+    columns["sid"], columns["epoch"] = sid, epoch
+    columns["task_code"] = np.asarray(columns["task_code"], dtype=np.int64)
+    columns["group_code"] = np.full(code.size, -1, dtype=np.int64)
+    bounds = np.searchsorted(code, np.arange(len(runs) + 1))
+    spans = {r: slice(int(bounds[i]), int(bounds[i + 1])) for i, r in enumerate(runs)}
+    tasks = [r[0] for r in samples.con.execute(f"SELECT DISTINCT task FROM {view} ORDER BY 1")
+             .fetchall()]  # fmt: skip
+    return StagedRows(columns, spans, tasks, samples, list(runs))
+
+
+def _ordered(*keys: npt.NDArray[np.int64]) -> bool:
+    """Rows sorted by the keys, lexicographically (the first key first)."""
+    tied = np.ones(keys[0].size - 1, dtype=bool)
+    for key in keys:
+        step = np.diff(key)
+        if (step[tied] < 0).any():
+            return False
+        tied &= step == 0
+    return True
 
 
 def stage_layers(
