@@ -189,7 +189,7 @@ def stage_file(
         else:
             select, more = _parquet_select(con, path, run)
             warnings += more
-        con.execute(f"CREATE TEMP TABLE {table} AS {select}")
+        _create_within_memory(con, table, select)
     except duckdb.Error as exc:
         con.execute(f"DROP TABLE IF EXISTS {table}")
         diagnose.raise_diagnosis(path, kind, run, fallback=f"DuckDB could not read it: {exc}")
@@ -366,6 +366,33 @@ def _keyed(name: str, value: str, run: str | None) -> str:
     if name == "epoch":
         return f"coalesce({value}, 0)"
     return value
+
+
+def _create_within_memory(con: duckdb.DuckDBPyConnection, table: str, select: str) -> None:
+    """CREATE TEMP TABLE … AS the staging query; when it runs out of memory (`memory_limit`,
+    CALIPERS_MEMORY_LIMIT), once more on one thread: each of DuckDB's JSON readers holds its own
+    buffers, and reading every field as JSON for the type rules needs them (a 921 MB file of
+    1,000,000 samples does not fit 600 MB on two threads, and does on one, in about twice the time).
+    Out of memory on one thread too is an error that says so."""
+    try:
+        con.execute(f"CREATE TEMP TABLE {table} AS {select}")
+        return
+    except duckdb.OutOfMemoryException:
+        con.execute(f"DROP TABLE IF EXISTS {table}")
+    threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
+    con.execute("SET threads = 1")
+    try:
+        con.execute(f"CREATE TEMP TABLE {table} AS {select}")
+    except duckdb.OutOfMemoryException as exc:
+        con.execute(f"DROP TABLE IF EXISTS {table}")
+        limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+        raise InputError(
+            f"reading the file needs more memory than the limit of {limit}: {exc}".split("\n")[0],
+            hint="Raise it with CALIPERS_MEMORY_LIMIT (e.g. CALIPERS_MEMORY_LIMIT=2GB), or split "
+            "the file.",
+        ) from None
+    finally:
+        con.execute(f"SET threads = {int(threads)}")
 
 
 def _jsonl_select(path: Path, run: str | None) -> str:
