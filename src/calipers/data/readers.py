@@ -189,7 +189,7 @@ def stage_file(
         else:
             select, more = _parquet_select(con, path, run)
             warnings += more
-        _create_within_memory(con, table, select)
+        _create_within_memory(con, table, select, path)
     except duckdb.Error as exc:
         con.execute(f"DROP TABLE IF EXISTS {table}")
         diagnose.raise_diagnosis(path, kind, run, fallback=f"DuckDB could not read it: {exc}")
@@ -368,7 +368,9 @@ def _keyed(name: str, value: str, run: str | None) -> str:
     return value
 
 
-def _create_within_memory(con: duckdb.DuckDBPyConnection, table: str, select: str) -> None:
+def _create_within_memory(
+    con: duckdb.DuckDBPyConnection, table: str, select: str, path: Path
+) -> None:
     """CREATE TEMP TABLE … AS the staging query; when it runs out of memory (`memory_limit`,
     CALIPERS_MEMORY_LIMIT), once more on one thread: each of DuckDB's JSON readers holds its own
     buffers, and reading every field as JSON for the type rules needs them (a 921 MB file of
@@ -387,7 +389,8 @@ def _create_within_memory(con: duckdb.DuckDBPyConnection, table: str, select: st
         con.execute(f"DROP TABLE IF EXISTS {table}")
         limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
         raise InputError(
-            f"reading the file needs more memory than the limit of {limit}: {exc}".split("\n")[0],
+            f"{path}: reading it needs more memory than the limit of {limit} "
+            f"({str(exc).splitlines()[0]})",
             hint="Raise it with CALIPERS_MEMORY_LIMIT (e.g. CALIPERS_MEMORY_LIMIT=2GB), or split "
             "the file.",
         ) from None
