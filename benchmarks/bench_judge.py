@@ -126,6 +126,49 @@ class Endpoint:
 # --- the client runs --------------------------------------------------------------------------
 
 
+def alone(url: str, jobs: int, calls: int) -> None:
+    """The official client by itself, no calipers around it: `calls` raw posts of a judge-sized
+    request through `AsyncOpenAI` on the transport calipers uses, `jobs` at a time. What the
+    client and this machine allow against the endpoint: the floor calipers' rate is held to."""
+    import openai
+
+    from calipers.grading.async_judges import _http_client
+    from calipers.grading.judges import OpenAIJudge, PromptTemplate
+
+    # the request calipers sends for a sample of the store below: the same template and size
+    prompt = PromptTemplate.load("overall").render(task="Question 1: what is 1 + 1?", output="2")
+    body = OpenAIJudge("m", "m", base_url=url).request_body(prompt)
+
+    async def main() -> None:
+        client = openai.AsyncOpenAI(
+            base_url=url, api_key="sk-bench", http_client=_http_client(jobs)
+        )
+        todo = iter(range(calls))
+
+        async def worker() -> None:
+            for _ in todo:
+                await client.post("/chat/completions", body=body, cast_to=str)
+
+        await asyncio.gather(*(worker() for _ in range(jobs)))
+        await client.close()
+
+    asyncio.run(main())
+
+
+def one_alone(endpoint: Endpoint, jobs: int, calls: int, env: dict[str, str]) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--alone", endpoint.url, str(jobs), str(calls)]
+    start = time.perf_counter()
+    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    if status != 0:
+        raise SystemExit(f"the client alone failed ({status})")
+    after = endpoint.stats()
+    phase = after["last"] - after["first"]
+    return {"wall_s": wall, "phase_s": phase, "phase_calls_per_s": after["n"] / phase,
+            "cpu_ms_per_call": 1000 * (usage.ru_utime + usage.ru_stime) / after["n"]}  # fmt: skip
+
+
 def make_store(root: Path, samples: int, env: dict[str, str]) -> None:
     lines = [
         json.dumps({"run": "bench", "task": f"t{i % 20}", "sample_id": f"s{i:05d}",
@@ -187,6 +230,7 @@ def one_run(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--alone", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--samples", type=int, default=1000)
     parser.add_argument("--jobs", type=int, nargs="+", default=[8, 32, 128])
@@ -196,6 +240,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.serve:
         serve(args.serve, args.latency)
+        return
+    if args.alone:
+        alone(args.alone[0], int(args.alone[1]), int(args.alone[2]))
         return
     from _machine import bytecode_env
 
@@ -212,14 +259,25 @@ def main() -> None:
                 # a fresh endpoint per run, so that its first/last times are this run's
                 with Endpoint(args.latency) as endpoint:
                     runs.append(one_run(endpoint, jobs, args.samples, env, Path(tmp)))
+            floors = []
+            for _ in range(args.repeat):
+                with Endpoint(args.latency) as endpoint:
+                    floors.append(one_alone(endpoint, jobs, args.samples, env))
             best = sorted(runs, key=lambda r: r["wall_s"])[len(runs) // 2]
+            floor = statistics.median(f["phase_calls_per_s"] for f in floors)
             ideal = jobs / args.latency
             rows[str(jobs)] = {**best, "ideal_calls_per_s": ideal,
-                               "walls_s": [r["wall_s"] for r in runs]}  # fmt: skip
+                               "walls_s": [r["wall_s"] for r in runs],
+                               "phase_calls_per_s_all": [r["phase_calls_per_s"] for r in runs],
+                               "client_alone_calls_per_s": floor,
+                               "client_alone_all": [f["phase_calls_per_s"] for f in floors],
+                               "client_alone_cpu_ms_per_call": statistics.median(
+                                   f["cpu_ms_per_call"] for f in floors)}  # fmt: skip
             print(
                 f"-j {jobs:>4}: {best['wall_s']:6.2f} s  {best['calls_per_s']:6.0f} calls/s "
                 f"(phase {best['phase_calls_per_s']:6.0f}/s; ideal {ideal:.0f}/s, "
-                f"{best['phase_calls_per_s'] / ideal:.0%})  "
+                f"{best['phase_calls_per_s'] / ideal:.0%}; the client alone {floor:.0f}/s, "
+                f"{floor / ideal:.0%})  "
                 f"CPU {best['cpu_ms_per_call']:.2f} ms/call  RSS {best['peak_rss_mb']:.0f} MB  "
                 f"in flight ≤ {best['max_in_flight']}  (walls "
                 + ", ".join(f"{w:.2f}" for w in sorted(r["wall_s"] for r in runs))

@@ -128,3 +128,23 @@ def test_without_aiohttp_the_httpx_transport_gives_the_same_judgments(
         server.script = _echo
         judged = _judged(20, server.url, 8)
     assert [j["score"] for j in judged] == [i / 100 for i in range(20)]
+
+
+def test_a_cancelled_call_not_yet_started_is_never_sent_and_then_runs_before_done() -> None:
+    from calipers.grading.async_judges import AsyncJudgeCalls
+
+    order: list[str] = []
+    with judge_server() as server:
+        server.script = lambda body: (order.append("sent"), ("hang", 0.3))[1]
+        judge = _judge(server.url, timeout_s=5.0)
+        prompts = [r.prompt for r in _requests(4)]
+        with AsyncJudgeCalls(1) as calls:  # one at a time: the last three wait their turn
+            futures = calls.start(
+                [(judge, p, lambda result: order.append("kept")) for p in prompts]
+            )
+            assert [f.cancel() for f in futures[2:]] == [True, True]
+            first = futures[0].result(timeout=10)
+            assert order[-1] == "kept"  # the reply was kept before its future completed
+            futures[1].result(timeout=10)
+        assert first[1] is None and "score" in json.loads(first[0] or "")
+    assert len(server.requests) == 2 and order == ["sent", "kept", "sent", "kept"]

@@ -22,6 +22,7 @@ from typing import Any
 import duckdb
 import pytest
 
+from calipers.grading.judge_cache import JudgeCache
 from judge_server import JudgeServer, judge_server
 
 CALIPERS = [sys.executable, "-m", "calipers"]
@@ -169,8 +170,7 @@ def test_interrupt_while_judging_exits_fast_and_keeps_finished(
     assert "interrupted" in err and "Traceback" not in err
     judged = {sid: v for sid, v in _judgments(db).items() if v}
     assert len(judged) == answered  # every finished judgment stored, nothing else
-    cache = list((tmp_path / ".calipers").rglob("*.json"))
-    assert len(cache) >= answered
+    assert len(JudgeCache(tmp_path / ".calipers" / "judge-cache").keys()) >= answered
 
 
 SLOW_PIPELINE = """

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from calipers.grading.judge_cache import JudgeCache
 from calipers.grading.judges import CommandJudge, OpenAIJudge, PromptTemplate
 from calipers.running.executor import ThreadBackend
 from calipers.running.judging import JudgeOptions, JudgeRequest, judge_requests
@@ -50,13 +51,13 @@ def test_replies_are_cached_as_they_arrive(tmp_path: Path) -> None:
         )
         worker.start()
         deadline = time.monotonic() + 3.0
-        while time.monotonic() < deadline and len(list(cache.glob("*.json"))) < 3:
+        while time.monotonic() < deadline and len(JudgeCache(cache).keys()) < 3:
             time.sleep(0.05)
         # three replies are on disk while the fourth call still hangs: a kill now loses only it
-        assert len(list(cache.glob("*.json"))) == 3 and not done.is_set()
+        assert len(JudgeCache(cache).keys()) == 3 and not done.is_set()
         worker.join(timeout=20)
         backend.close()
-    assert len(list(cache.glob("*.json"))) == 4
+    assert len(JudgeCache(cache).keys()) == 4
 
 
 def test_each_epoch_is_its_own_draw(tmp_path: Path) -> None:

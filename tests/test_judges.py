@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from calipers.grading.judge_cache import JudgeCache
 from calipers.grading.judges import (
     CommandJudge,
-    JudgeCache,
     OpenAIJudge,
     PromptTemplate,
     judge_once,

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from calipers.cli.main import main
+from calipers.grading.judge_cache import JudgeCache
 from calipers.grading.judges import JudgeReplyError, PromptTemplate, parse_reply
 from calipers.grading.pairwise import combine, fit_pairs, judge_stats, verdict
 from calipers.running.pairwise import read_pairs
@@ -89,7 +90,7 @@ def test_a_position_biased_judge_flips_and_both_orders_remove_the_bias(
         assert main(judge_args(server.url)) == 0
         assert len(server.requests) == calls
         assert "(120 earlier verdict(s) replaced)" in capsys.readouterr().out
-    cache = list(Path(".calipers/judge-cache").glob("*.json"))
+    cache = JudgeCache(Path(".calipers/judge-cache")).keys()
     assert len(cache) == calls
     # the two orders of a pair are shown as two prompts with the outputs swapped
     first = server.requests[0]["body"]["messages"][0]["content"]
@@ -138,7 +139,7 @@ def test_a_position_biased_judge_flips_and_both_orders_remove_the_bias(
     # the key was sent (header) but is kept nowhere
     headers = {k.lower(): v for k, v in server.requests[0]["headers"].items()}
     assert headers["authorization"] == f"Bearer {KEY}"
-    for path in [*cache, store]:
+    for path in [*Path(".calipers/judge-cache").iterdir(), store]:
         assert KEY.encode() not in path.read_bytes()
 
 

@@ -128,7 +128,7 @@ def judge_store_command(
     jobs: int | None, max_judge_failures: float | None = None,
     executor: str, ray_address: str | None, quiet: bool,
 ) -> None:  # fmt: skip
-    from calipers.cli.run import judges_table, raise_judge_failures, with_calls
+    from calipers.cli.judge_output import judges_table, raise_judge_failures, with_calls
     from calipers.running.executor import open_backend
     from calipers.running.judging import judge_store, summarize
 

@@ -9,23 +9,42 @@ extra is installed — it is a dependency of calipers — else httpx), with at m
 in flight. Retries, timeouts and the errors a call can end with are the client's and
 `OpenAIJudge`'s, exactly as on the synchronous path.
 
-`AsyncJudgeCalls.submit` returns a `concurrent.futures.Future`, so the driver treats these calls
-like any backend's: done-callbacks (they run on the loop's thread), `cancel()` (cancels the
-coroutine), `result()`.
+`AsyncJudgeCalls.start` returns a `concurrent.futures.Future` per call, so the driver treats these
+calls like any backend's: done-callbacks (they run on the loop's thread), `cancel()` (a call not
+yet started is dropped), `result()`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import threading
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from typing import Any
 
 from calipers.grading.judges import JudgeCallError, OpenAIJudge
 
 Reply = tuple[str | None, str | None]
+Call = tuple[OpenAIJudge, str, Callable[[Reply], None] | None]  # judge, prompt, then
+
+
+def prefetch_client(judges: Sequence[object], backend_name: str) -> None:
+    """Import the OpenAI client on a thread when these judges will use it: `import openai` costs
+    about half a second of CPU (its hundreds of typed models), which then overlaps the store read
+    or the pipelines instead of delaying the first judge call. Any import error is left for the
+    real import to raise."""
+    if backend_name != "local" or not any(isinstance(j, OpenAIJudge) for j in judges):
+        return
+    if "openai" in sys.modules:
+        return
+
+    def load() -> None:
+        with contextlib.suppress(Exception):
+            import openai  # noqa: F401
+
+    threading.Thread(target=load, name="calipers-import-openai", daemon=True).start()
 
 
 def _limits(workers: int) -> Any:
@@ -59,9 +78,7 @@ class AsyncJudgeCalls:
         )
         self._thread.start()
         self._clients: dict[str, Any] = {}
-        self._writer = ThreadPoolExecutor(max_workers=2, thread_name_prefix="calipers-keep")
         self._closed = False
-        self._slots = asyncio.Semaphore(self.workers)  # bound to the loop on first use
 
     def __enter__(self) -> AsyncJudgeCalls:
         return self
@@ -69,13 +86,41 @@ class AsyncJudgeCalls:
     def __exit__(self, *exc: object) -> None:
         self.close(wait=exc[0] is None)
 
-    def submit(
-        self, judge: OpenAIJudge, prompt: str, *, then: Callable[[Reply], None] | None = None
-    ) -> Future[Reply]:
-        """(reply, None) or (None, error), as `call_judge` returns them. `then(result)` runs on a
-        writer thread before the call gives up its slot and its future completes (the driver
-        caches replies there: at most `workers` answered calls are ever not on disk)."""
-        return asyncio.run_coroutine_threadsafe(self._call(judge, prompt, then), self._loop)
+    def start(self, calls: Sequence[Call]) -> list[Future[Reply]]:
+        """Start every call; a future per call, completed with (reply, None) or (None, error),
+        as `call_judge` returns them. A call's `then(result)` runs on the loop's thread before its
+        future completes and before the call gives up its place (the driver caches replies
+        there: at most `workers` answered calls are ever not on disk). `cancel()` on a future
+        whose call has not started drops it.
+
+        `workers` coroutines take the calls in order, one after another: no task, semaphore
+        waiter or thread hand-off per call (each was CPU on the thread that every call's
+        bytes pass through)."""
+        futures: list[Future[Reply]] = [Future() for _ in calls]
+        asyncio.run_coroutine_threadsafe(self._run(calls, futures), self._loop)
+        return futures
+
+    async def _run(self, calls: Sequence[Call], futures: list[Future[Reply]]) -> None:
+        todo = iter(range(len(calls)))
+
+        async def worker() -> None:
+            for n in todo:  # one iterator shared by every worker: each call is taken once
+                future = futures[n]
+                if not future.set_running_or_notify_cancel():
+                    continue
+                judge, prompt, then = calls[n]
+                try:
+                    result = await self._ask(judge, prompt)
+                    if then is not None:
+                        then(result)
+                except BaseException as exc:  # the driver re-raises it from result()
+                    future.set_exception(exc)
+                    if not isinstance(exc, Exception):
+                        raise
+                else:
+                    future.set_result(result)
+
+        await asyncio.gather(*(worker() for _ in range(min(self.workers, len(calls)))))
 
     def _client(self, judge: OpenAIJudge) -> Any:
         # one client per endpoint, model and key: a judge ensemble on one server shares nothing
@@ -90,15 +135,6 @@ class AsyncJudgeCalls:
             )
             self._clients[key] = client
         return client
-
-    async def _call(
-        self, judge: OpenAIJudge, prompt: str, then: Callable[[Reply], None] | None
-    ) -> Reply:
-        async with self._slots:
-            result = await self._ask(judge, prompt)
-            if then is not None:  # file writes off the loop, but inside the slot
-                await self._loop.run_in_executor(self._writer, then, result)
-            return result
 
     async def _ask(self, judge: OpenAIJudge, prompt: str) -> Reply:
         try:
@@ -123,7 +159,6 @@ class AsyncJudgeCalls:
             with contextlib.suppress(Exception):
                 closing.result(timeout=5)
         self._loop.call_soon_threadsafe(self._loop.stop)
-        self._writer.shutdown(wait=wait, cancel_futures=not wait)
         if wait:
             self._thread.join(timeout=5)
             if not self._thread.is_alive():

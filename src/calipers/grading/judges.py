@@ -26,12 +26,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from calipers import processes
-from calipers.data.files import write_atomic
 from calipers.errors import InputError
-from calipers.schemes.rubric.definition import DIMENSIONS, RubricRules
+from calipers.grading.judge_cache import JudgeCache
+
+if TYPE_CHECKING:  # the rubric (pydantic, the schemes) is imported when a rubric is judged
+    from calipers.schemes.rubric.definition import RubricRules
 
 Kind = Literal["overall", "rubric", "objective"]
 TEMPLATES: dict[str, str] = {
@@ -163,6 +165,8 @@ def parse_reply(kind: str, text: str) -> list[dict[str, Any]]:
         score = _score(body.get("score"), kind, "score")
         return [{"dimension": None, "score": score, "scale_min": lo, "scale_max": hi,
                  "rationale": rationale}]  # fmt: skip
+    from calipers.schemes.rubric.definition import DIMENSIONS
+
     scores = body.get("scores")
     if not isinstance(scores, dict):
         raise JudgeReplyError("the reply has no 'scores' object with the seven dimensions")
@@ -334,30 +338,6 @@ class CommandJudge:
             tail = err.strip().splitlines()[-1:] or [""]
             raise JudgeCallError(f"judge command exited with {code}: {tail[0]}")
         return out
-
-
-@dataclass(frozen=True)
-class JudgeCache:
-    """Successful replies on disk, keyed by judge identity, prompt version, prompt and repeat."""
-
-    directory: Path
-
-    def key(
-        self, judge: Judge, prompt_sha256: str, prompt: str, repeat: int, *, draw: str = ""
-    ) -> str:
-        parts = (judge.identity(), prompt_sha256, prompt, str(repeat), draw)
-        return hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()
-
-    def get(self, key: str) -> str | None:
-        try:
-            entry = json.loads((self.directory / f"{key}.json").read_text("utf-8"))
-        except (OSError, ValueError):
-            return None
-        reply = entry.get("reply") if isinstance(entry, dict) else None
-        return reply if isinstance(reply, str) else None
-
-    def put(self, key: str, reply: str) -> None:
-        write_atomic(self.directory / f"{key}.json", json.dumps({"key": key, "reply": reply}))
 
 
 def call_judge(judge: Judge, prompt: str) -> tuple[str | None, str | None]:

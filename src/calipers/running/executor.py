@@ -75,7 +75,9 @@ class NoBar:
     def add_task(self, description: str, *, total: float | None = None) -> TaskID:
         return cast("TaskID", 0)
 
-    def update(self, task: TaskID, *, total: float | None = None) -> None:
+    def update(
+        self, task: TaskID, *, total: float | None = None, completed: float | None = None
+    ) -> None:
         return None
 
     def advance(self, task: TaskID, advance: float = 1) -> None:

@@ -12,7 +12,7 @@ import math
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, as_completed
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,16 +20,16 @@ from typing import Any
 import numpy as np
 
 from calipers.errors import Interrupted
-from calipers.grading.async_judges import AsyncJudgeCalls
+from calipers.grading.async_judges import AsyncJudgeCalls, Call, prefetch_client
+from calipers.grading.judge_cache import JudgeCache
 from calipers.grading.judges import (
     Judge,
-    JudgeCache,
     OpenAIJudge,
     PromptTemplate,
     call_judge,
     judgments_from,
 )
-from calipers.running.executor import Backend, progress_bar
+from calipers.running.executor import Backend, NoBar, progress_bar
 from calipers.stats.agreement import pearson
 
 
@@ -97,28 +97,37 @@ def judge_requests(
     use_loop = workers is not None and any(isinstance(c[1], OpenAIJudge) for c in misses)
     loop_calls = AsyncJudgeCalls(workers) if use_loop and workers else None
     with progress_bar(progress) as bar:
+        shown = not isinstance(bar, NoBar)
         task = bar.add_task("judging", total=len(calls))
         bar.advance(task, len(calls) - len(misses))
         try:
+            on_loop: list[tuple[int, Call]] = []
             for n, (i, judge, repeat, key, hit) in enumerate(calls):
                 if hit is not None:
                     continue
                 # A call's reply is cached before its future completes — on the worker, or on
-                # the event loop's writer thread while the call still holds its slot — so at most
-                # -j calls are ever in flight and not on disk: a run killed while judging repeats
-                # only those, and an interrupt stores nothing the cache does not hold.
+                # the event loop while the call still holds its place — so at most -j calls are
+                # ever in flight and not on disk: a run killed while judging repeats only those,
+                # and an interrupt stores nothing the cache does not hold.
                 keep = _keeper(cache, key, judge, requests[i].template, repeat)
                 prompt = requests[i].prompt
                 if loop_calls is not None and isinstance(judge, OpenAIJudge):
-                    futures[n] = loop_calls.submit(judge, prompt, then=keep)
+                    on_loop.append((n, (judge, prompt, keep if cache else None)))
                 elif backend.name == "local":
                     futures[n] = backend.call(_call_and_keep, judge, prompt, keep)
                 else:  # remote workers: the driver keeps the cache, as each reply comes back
                     futures[n] = backend.call(call_judge, judge, prompt)
                     kept.append(threading.Event())
                     futures[n].add_done_callback(_keep_on_driver(keep, kept[-1]))
-            for _ in as_completed(futures.values()):
-                bar.advance(task)
+            if loop_calls is not None and on_loop:
+                started = loop_calls.start([call for _, call in on_loop])
+                futures.update(zip((n for n, _ in on_loop), started, strict=True))
+            _wait_all(
+                list(futures.values()),
+                lambda done: bar.update(task, completed=done),
+                poll_s=0.1 if shown else 1.0,
+                before=len(calls) - len(misses),
+            )
             for event in kept:  # a future's waiters wake before its callbacks have run
                 event.wait()
         except KeyboardInterrupt:
@@ -133,8 +142,39 @@ def judge_requests(
         finally:
             if loop_calls is not None:
                 loop_calls.close()
+            if cache is not None:
+                cache.close()  # a call still running after an interrupt reopens a segment
     out = _finished(requests, calls, futures, counts)
     return [judgments for judgments in out if judgments is not None]
+
+
+def _wait_all(
+    futures: Sequence[Future[Reply]],
+    show: Callable[[int], None],
+    *,
+    poll_s: float,
+    before: int,
+) -> None:
+    """Wait until every future is done, showing the count every `poll_s` seconds. One wake-up
+    per poll, not one per call (`as_completed` woke this thread, and took the GIL from the
+    event loop's, a few thousand times a second)."""
+    left = [len(futures)]
+    lock = threading.Lock()
+    all_done = threading.Event()
+
+    def one_done(_: Future[Reply]) -> None:
+        with lock:
+            left[0] -= 1
+            if left[0] == 0:
+                all_done.set()
+
+    if not futures:
+        return
+    for future in futures:
+        future.add_done_callback(one_done)
+    while not all_done.wait(poll_s):  # a timed wait: Ctrl-C is seen within poll_s
+        show(before + len(futures) - left[0])
+    show(before + len(futures))
 
 
 class JudgingInterrupted(KeyboardInterrupt):
@@ -182,7 +222,7 @@ Reply = tuple[str | None, str | None]
 def _keeper(
     cache: JudgeCache | None, key: str | None, judge: Judge, template: PromptTemplate, repeat: int
 ) -> Callable[[Reply], None]:
-    """What caches one call's reply: a readable reply atomically, one file per reply; a failed
+    """What caches one call's reply: a readable reply, one line appended to the cache; a failed
     call or an unreadable reply never."""
 
     def keep(result: Reply) -> None:
@@ -318,7 +358,10 @@ def judge_store(
     """Judge (again) every sample of the store that has an output. Each sample's judgments by
     judges of the same names are replaced; other judges' judgments stay. One transaction."""
     from calipers.data.store import Store
-    from calipers.schemes.rubric.definition import load_rubric
+
+    prefetch_client(options.judges, backend.name)
+    if rubric:
+        from calipers.schemes.rubric.definition import load_rubric
 
     rules_file = load_rubric(rubric) if rubric else None
     templates = {

@@ -30,6 +30,7 @@ from typing import Any
 
 from calipers import processes
 from calipers.errors import DataError, InputError
+from calipers.grading.async_judges import prefetch_client
 from calipers.grading.grade import grade_record
 from calipers.grading.judges import PromptTemplate
 from calipers.running.executor import Backend, ExecutorName, Job, JobPool, open_backend
@@ -179,6 +180,7 @@ def run_suite(suite: Suite, command: str, options: RunOptions) -> SuiteRun:
     )
     notes: list[str] = []
     rows: list[dict[str, Any]] = []
+    prefetch_client(options.judging.judges, backend.name)  # while the pipelines run
     try:
         with JobPool(extract=extract_output, seed=options.seed, progress=options.progress,
                      label="tasks", backend=backend) as pool:  # fmt: skip
