@@ -25,7 +25,7 @@ BASE = {"run": "m", "task": "t", "sample_id": "1"}
 # one candidate of each JSON kind, and the near misses the issue found cast silently
 VALUES: list[Any] = [
     "x", "12", "true", "false", "", 12, 0, 1, 2, -1, 1.5, 12.0, 0.5, 10.7, 2**31, 2**40,
-    True, False, None, {"k": 1}, [1, 2], ["a"], [], {},
+    True, False, None, {"k": 1}, [1, 2], ["a"], [], {}, [{}, 1], [{}, None],
 ]  # fmt: skip
 NESTED_VALUES: list[Any] = ["x", 2, 1.5, 2.0, True, None, [1], ["a"], {"a": 1}, -1]
 
