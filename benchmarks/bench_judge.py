@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import signal
 import socket
 import statistics
@@ -40,7 +41,8 @@ BIN = Path(sys.executable).parent
 # --- the endpoint -----------------------------------------------------------------------------
 
 
-def serve(port_file: Path, latency: float) -> None:
+def serve(port_file: Path, latency: float, jitter: float = 0.0) -> None:
+    draw = random.Random(0)
     stats = {"n": 0, "first": None, "last": None, "in_flight": 0, "max_in_flight": 0}
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -59,7 +61,8 @@ def serve(port_file: Path, latency: float) -> None:
                     stats["first"] = stats["first"] or now
                     stats["in_flight"] += 1
                     stats["max_in_flight"] = max(stats["max_in_flight"], stats["in_flight"])
-                    await asyncio.sleep(latency)
+                    # uniform in latency ± jitter: the mean, and so the ideal, is `latency`
+                    await asyncio.sleep(latency + jitter * (2 * draw.random() - 1))
                     stats["in_flight"] -= 1
                     stats["n"] += 1
                     reply = json.dumps({"score": 1 + stats["n"] % 5, "rationale": "ok"})
@@ -91,15 +94,17 @@ def serve(port_file: Path, latency: float) -> None:
 
 
 class Endpoint:
-    def __init__(self, latency: float) -> None:
+    def __init__(self, latency: float, jitter: float = 0.0) -> None:
         self.latency = latency
+        self.jitter = jitter
 
     def __enter__(self) -> Endpoint:
         self._dir = tempfile.TemporaryDirectory(prefix="bench-judge-ep-")
         port_file = Path(self._dir.name) / "port"
         self.process = subprocess.Popen(
-            [sys.executable, __file__, "--serve", str(port_file), "--latency", str(self.latency)]
-        )
+            [sys.executable, __file__, "--serve", str(port_file),
+             "--latency", str(self.latency), "--jitter", str(self.jitter)],
+        )  # fmt: skip
         for _ in range(200):
             if port_file.exists() and port_file.read_text():
                 break
@@ -232,6 +237,9 @@ def main() -> None:
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--alone", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument(
+        "--jitter", type=float, default=0.0, help="each answer in latency ± jitter s (uniform)"
+    )
     parser.add_argument("--samples", type=int, default=1000)
     parser.add_argument("--jobs", type=int, nargs="+", default=[8, 32, 128])
     parser.add_argument("--repeat", type=int, default=3, help="runs per -j (the median is kept)")
@@ -239,7 +247,7 @@ def main() -> None:
     parser.add_argument("--label", default="after", help="the key in results/judge.json")
     args = parser.parse_args()
     if args.serve:
-        serve(args.serve, args.latency)
+        serve(args.serve, args.latency, args.jitter)
         return
     if args.alone:
         alone(args.alone[0], int(args.alone[1]), int(args.alone[2]))
@@ -251,17 +259,17 @@ def main() -> None:
         env["PYTHONPATH"] = str(args.src.resolve())
     rows = {}
     with tempfile.TemporaryDirectory(prefix="bench-judge-") as tmp:
-        with Endpoint(args.latency) as endpoint:  # untimed: fills the bytecode cache
+        with Endpoint(args.latency, args.jitter) as endpoint:  # untimed: fills the bytecode cache
             one_run(endpoint, args.jobs[0], 50, env, Path(tmp))
         for jobs in args.jobs:
             runs = []
             for _ in range(args.repeat):
                 # a fresh endpoint per run, so that its first/last times are this run's
-                with Endpoint(args.latency) as endpoint:
+                with Endpoint(args.latency, args.jitter) as endpoint:
                     runs.append(one_run(endpoint, jobs, args.samples, env, Path(tmp)))
             floors = []
             for _ in range(args.repeat):
-                with Endpoint(args.latency) as endpoint:
+                with Endpoint(args.latency, args.jitter) as endpoint:
                     floors.append(one_alone(endpoint, jobs, args.samples, env))
             best = sorted(runs, key=lambda r: r["wall_s"])[len(runs) // 2]
             floor = statistics.median(f["phase_calls_per_s"] for f in floors)
@@ -289,7 +297,8 @@ def main() -> None:
     path = RESULTS / "judge.json"
     previous = json.loads(path.read_text()) if path.exists() else {}
     body = {k: v for k, v in previous.items() if k != "machine"}
-    body[args.label] = {"samples": args.samples, "latency_s": args.latency, "runs": rows,
+    body[args.label] = {"samples": args.samples, "latency_s": args.latency,
+                        "jitter_s": args.jitter, "runs": rows,
                         "load_before": os.getloadavg()[0],
                         "median_wall_s": {k: statistics.median(v["walls_s"])
                                           for k, v in rows.items()}}  # fmt: skip
