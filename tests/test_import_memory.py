@@ -62,3 +62,16 @@ def test_a_file_that_fits_only_on_one_thread_is_read(
     staged = stage_file(OnlyOneThread(), path, "staged")  # type: ignore[arg-type]
     assert staged.rows == 2_000 and seen == [2, 1]
     assert con.execute("SELECT current_setting('threads')").fetchall()[0][0] == 2  # restored
+
+
+def test_a_line_longer_than_the_first_buffer_is_read_again_with_room_for_it(
+    tmp_path: Path,
+) -> None:
+    # DuckDB's reader at its 16 MB object size takes lines up to ~32 MB; this one is 40 MB
+    path = tmp_path / "long.jsonl"
+    long = {"run": "r", "task": "t", "sample_id": "long", "output": "x" * (40 << 20)}
+    path.write_text(json.dumps(long) + "\n" + json.dumps({**long, "sample_id": "s", "output": "y"}))
+    con = duckdb.connect()
+    staged = stage_file(con, path, "staged")
+    lengths = con.execute("SELECT sample_id, length(output) FROM staged ORDER BY 1").fetchall()
+    assert staged.rows == 2 and lengths == [("long", 40 << 20), ("s", 1)]

@@ -181,15 +181,15 @@ def stage_file(
     warnings: list[str] = []
     try:
         if kind == "jsonl":
-            select = _jsonl_select(path, run)
+            _stage_jsonl(con, table, path, run)
             warnings += _jsonl_unknown_fields(path)
-        elif kind == "csv":
-            select, more = _csv_select(path, run)
-            warnings += more
         else:
-            select, more = _parquet_select(con, path, run)
+            if kind == "csv":
+                select, more = _csv_select(path, run)
+            else:
+                select, more = _parquet_select(con, path, run)
             warnings += more
-        _create_within_memory(con, table, select, path)
+            _create_within_memory(con, table, select, path)
     except duckdb.Error as exc:
         con.execute(f"DROP TABLE IF EXISTS {table}")
         diagnose.raise_diagnosis(path, kind, run, fallback=f"DuckDB could not read it: {exc}")
@@ -398,14 +398,32 @@ def _create_within_memory(
         con.execute(f"SET threads = {int(threads)}")
 
 
-def _jsonl_select(path: Path, run: str | None) -> str:
+# DuckDB's JSON reader allocates buffers of twice `maximum_object_size` per thread: at 64 MB, the
+# staging of a 921 MB file ran out of the default 600 MB on two threads (and was retried on one, in
+# twice the time). Its own default, 16 MB, reads lines up to about 32 MB; a file with longer lines
+# is read again with room for them.
+_OBJECT_SIZES = (16 << 20, 64 << 20, 256 << 20, 1 << 30)
+
+
+def _stage_jsonl(con: duckdb.DuckDBPyConnection, table: str, path: Path, run: str | None) -> None:
+    for size in _OBJECT_SIZES:
+        try:
+            _create_within_memory(con, table, _jsonl_select(path, run, object_size=size), path)
+            return
+        except duckdb.InvalidInputException as exc:
+            if "maximum_object_size" not in str(exc) or size == _OBJECT_SIZES[-1]:
+                raise
+            con.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def _jsonl_select(path: Path, run: str | None, *, object_size: int = _OBJECT_SIZES[0]) -> str:
     """Every field is read as JSON and converted by the type rules (`guards`), so a value of
     the wrong type fails the read instead of being cast."""
     columns = "{" + ", ".join(f"{sql_literal(f.name)}: 'JSON'" for f in FIELDS) + "}"
     typed = ", ".join(f"{guards.from_json(f)} AS {sql_name(f.name)}" for f in FIELDS)
     source = (
         f"(SELECT {typed} FROM read_json({sql_literal(str(path))}, "
-        f"format='newline_delimited', columns={columns}, maximum_object_size=67108864))"
+        f"format='newline_delimited', columns={columns}, maximum_object_size={object_size}))"
     )
     exprs = ", ".join(
         f"{_keyed(f.name, sql_name(f.name), run)} AS {sql_name(f.name)}" for f in FIELDS
