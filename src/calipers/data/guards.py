@@ -58,9 +58,14 @@ def wrong(f: Field, what: str) -> str:
 
 def json_kind_ok(kind: str, v: str, depth: int = 0) -> str:
     """SQL: the JSON value `v` (SQL NULL when the key is absent) is of `kind`, or null."""
-    t = f"json_type({v})"
     if kind == "JSON":
         return "true"
+    return f"({v} IS NULL OR json_type({v}) = 'NULL' OR ({_kind_test(kind, v, depth)}))"
+
+
+def _kind_test(kind: str, v: str, depth: int = 0) -> str:
+    """SQL: the JSON value `v`, not null, is of `kind`."""
+    t = f"json_type({v})"
     if kind == "VARCHAR":
         ok = f"{t} IN ('VARCHAR', 'BIGINT', 'UBIGINT', 'DOUBLE')"
     elif kind in _INT:
@@ -80,7 +85,7 @@ def json_kind_ok(kind: str, v: str, depth: int = 0) -> str:
         )
     else:
         raise ValueError(kind)
-    return f"({v} IS NULL OR {t} = 'NULL' OR ({ok}))"
+    return ok
 
 
 def _json_list_ok(struct: dict[str, str], v: str) -> str:
@@ -128,8 +133,9 @@ def from_json(f: Field) -> str:
         )
     if f.strict:
         return (
-            f"CASE WHEN {null} THEN NULL::VARCHAR WHEN json_type({col}) = 'VARCHAR' "
-            f"THEN {col} ->> '$' ELSE {wrong(f, 'a value that is not a string')} END"
+            f"CASE WHEN {col} IS NULL THEN NULL::VARCHAR WHEN json_type({col}) = 'VARCHAR' "
+            f"THEN {col} ->> '$' WHEN json_type({col}) = 'NULL' THEN NULL::VARCHAR "
+            f"ELSE {wrong(f, 'a value that is not a string')} END"
         )
     kind = f.duckdb_type
     if kind == "VARCHAR":
@@ -141,9 +147,10 @@ def from_json(f: Field) -> str:
         )
     else:
         value = f"{col}::{kind}"
+    # the common case, a value of the right type, costs one json_type (the null tests after it)
     return (
-        f"CASE WHEN {null} THEN NULL::{kind} WHEN {json_kind_ok(kind, col)} THEN {value} "
-        f"ELSE {wrong(f, 'wrong type')} END"
+        f"CASE WHEN {col} IS NULL THEN NULL::{kind} WHEN {_kind_test(kind, col)} THEN {value} "
+        f"WHEN json_type({col}) = 'NULL' THEN NULL::{kind} ELSE {wrong(f, 'wrong type')} END"
     )
 
 
