@@ -2,4 +2,6 @@
 
 from calipers.cli.main import run
 
-run()
+# guarded: a judging that starts worker processes (spawn) imports this module in each of them
+if __name__ == "__main__":
+    run()

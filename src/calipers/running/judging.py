@@ -30,6 +30,7 @@ from calipers.grading.judges import (
     judgments_from,
 )
 from calipers.running.executor import Backend, NoBar, progress_bar
+from calipers.running.judge_processes import ProcessJudgeCalls, Work, processes_for
 from calipers.stats.agreement import pearson
 
 
@@ -90,18 +91,25 @@ def judge_requests(
                 calls.append((i, judge, repeat, key, hit))
     futures: dict[int, Future[tuple[str | None, str | None]]] = {}
     kept: list[threading.Event] = []  # remote backends: set when a reply is on disk
-    # OpenAI-compatible judges on the local backend: coroutines on one event loop, as many in
-    # flight as the backend has workers; command judges (and every judge on Ray) on the backend
+    # OpenAI-compatible judges on the local backend: coroutines on an event loop, as many in
+    # flight as the backend has workers — in this process, or for a large judging at a high -j
+    # spread over a process per core (running/judge_processes.py); command judges (and every
+    # judge on Ray) on the backend
     workers = getattr(backend, "workers", None) if backend.name == "local" else None
     misses = [c for c in calls if c[4] is None]
-    use_loop = workers is not None and any(isinstance(c[1], OpenAIJudge) for c in misses)
-    loop_calls = AsyncJudgeCalls(workers) if use_loop and workers else None
+    to_loop = sum(isinstance(c[1], OpenAIJudge) for c in misses) if workers else 0
+    processes = processes_for(workers, to_loop) if workers and to_loop else 0
+    loop_calls: AsyncJudgeCalls | ProcessJudgeCalls | None = None
+    if workers and processes > 1:
+        loop_calls = ProcessJudgeCalls(workers, processes, options.cache_dir)
+    elif workers and processes == 1:
+        loop_calls = AsyncJudgeCalls(workers)
     with progress_bar(progress) as bar:
         shown = not isinstance(bar, NoBar)
         task = bar.add_task("judging", total=len(calls))
         bar.advance(task, len(calls) - len(misses))
         try:
-            on_loop: list[tuple[int, Call]] = []
+            on_loop: list[tuple[int, Call, Work]] = []
             for n, (i, judge, repeat, key, hit) in enumerate(calls):
                 if hit is not None:
                     continue
@@ -112,16 +120,22 @@ def judge_requests(
                 keep = _keeper(cache, key, judge, requests[i].template, repeat)
                 prompt = requests[i].prompt
                 if loop_calls is not None and isinstance(judge, OpenAIJudge):
-                    on_loop.append((n, (judge, prompt, keep if cache else None)))
+                    keeps = (key, requests[i].template, repeat) if cache and key else None
+                    on_loop.append(
+                        (n, (judge, prompt, keep if cache else None), (judge, prompt, keeps))
+                    )
                 elif backend.name == "local":
                     futures[n] = backend.call(_call_and_keep, judge, prompt, keep)
                 else:  # remote workers: the driver keeps the cache, as each reply comes back
                     futures[n] = backend.call(call_judge, judge, prompt)
                     kept.append(threading.Event())
                     futures[n].add_done_callback(_keep_on_driver(keep, kept[-1]))
-            if loop_calls is not None and on_loop:
-                started = loop_calls.start([call for _, call in on_loop])
-                futures.update(zip((n for n, _ in on_loop), started, strict=True))
+            if isinstance(loop_calls, ProcessJudgeCalls) and on_loop:
+                started = loop_calls.start([work for _, _, work in on_loop])
+                futures.update(zip((n for n, _, _ in on_loop), started, strict=True))
+            elif isinstance(loop_calls, AsyncJudgeCalls) and on_loop:
+                started = loop_calls.start([call for _, call, _ in on_loop])
+                futures.update(zip((n for n, _, _ in on_loop), started, strict=True))
             _wait_all(
                 list(futures.values()),
                 lambda done: bar.update(task, completed=done),
@@ -359,7 +373,6 @@ def judge_store(
     judges of the same names are replaced; other judges' judgments stay. One transaction."""
     from calipers.data.store import Store
 
-    prefetch_client(options.judges, backend.name)
     if rubric:
         from calipers.schemes.rubric.definition import load_rubric
 
@@ -378,6 +391,9 @@ def judge_store(
         cursor = store.con.execute(query, [list(runs)] if runs else [])
         columns = [d[0] for d in cursor.description]
         rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
+        calls = len(rows) * len(options.judges) * options.repeats
+        if processes_for(getattr(backend, "workers", 1), calls) == 1:  # else the processes do
+            prefetch_client(options.judges, backend.name)
         requests = []
         for row in rows:
             rules = rules_file.rules_for(row["task"]) if rules_file else None
