@@ -111,3 +111,17 @@ def judge_server() -> Iterator[JudgeServer]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def numbered_requests(n: int) -> list[Any]:
+    """`n` objective-judge requests whose prompts say "answer number i", each its own draw: a
+    script can answer each by its number."""
+    from calipers.grading.judges import PromptTemplate
+    from calipers.running.judging import JudgeRequest
+
+    template = PromptTemplate.load("objective")
+    return [
+        JudgeRequest(template, template.render(task=f"answer number {i} please", output=str(i)),
+                     f"run\x00t\x00s{i}\x001")
+        for i in range(n)
+    ]  # fmt: skip

@@ -14,8 +14,8 @@ import pytest
 
 from calipers.grading.judges import OpenAIJudge, PromptTemplate, judge_once
 from calipers.running.executor import ThreadBackend
-from calipers.running.judging import JudgeOptions, JudgeRequest, judge_requests
-from judge_server import judge_server
+from calipers.running.judging import JudgeOptions, judge_requests
+from judge_server import judge_server, numbered_requests
 
 KEY = "sk-test-0123456789abcdef"
 
@@ -25,13 +25,7 @@ def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JUDGE_KEY", KEY)
 
 
-def _requests(n: int) -> list[JudgeRequest]:
-    template = PromptTemplate.load("objective")
-    return [
-        JudgeRequest(template, template.render(task=f"answer number {i} please", output=str(i)),
-                     f"run\x00t\x00s{i}\x001")
-        for i in range(n)
-    ]  # fmt: skip
+_requests = numbered_requests
 
 
 def _judge(url: str, **options: Any) -> OpenAIJudge:

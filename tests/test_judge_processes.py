@@ -18,12 +18,12 @@ import duckdb
 import pytest
 
 from calipers.grading.judge_cache import JudgeCache
-from calipers.grading.judges import OpenAIJudge, PromptTemplate
+from calipers.grading.judges import OpenAIJudge
 from calipers.running import judge_processes
 from calipers.running.executor import ThreadBackend
 from calipers.running.judge_processes import ProcessJudgeCalls, processes_for
-from calipers.running.judging import JudgeOptions, JudgeRequest, judge_requests
-from judge_server import judge_server
+from calipers.running.judging import JudgeOptions, judge_requests
+from judge_server import judge_server, numbered_requests
 
 KEY = "sk-test-0123456789abcdef"
 
@@ -33,13 +33,7 @@ def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JUDGE_KEY", KEY)
 
 
-def _requests(n: int) -> list[JudgeRequest]:
-    template = PromptTemplate.load("objective")
-    return [
-        JudgeRequest(template, template.render(task=f"answer number {i} please", output=str(i)),
-                     f"run\x00t\x00s{i}\x001")
-        for i in range(n)
-    ]  # fmt: skip
+_requests = numbered_requests
 
 
 def _echo(body: dict[str, Any]) -> tuple[str, str]:
