@@ -48,6 +48,7 @@ bench: $(DEV)
 	$(BIN)/python benchmarks/bench_import.py
 	$(BIN)/python benchmarks/bench_compare.py
 	$(BIN)/python benchmarks/bench_judge.py
+	$(BIN)/python benchmarks/bench_judge.py --samples 5000 --repeat 1 --label after_5000
 	$(BIN)/python benchmarks/bench_check.py
 	$(BIN)/python benchmarks/bench_run.py
 	$(BIN)/python benchmarks/bench_overhead.py
