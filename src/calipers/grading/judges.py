@@ -22,7 +22,7 @@ import os
 import re
 import shlex
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -367,6 +367,23 @@ def judgments_from(
                  "rationale": None, "red_flags": None, "bonuses": None,
                  "error": judge.redact(str(exc))}]  # fmt: skip
     return [{**base, "red_flags": None, "bonuses": None, "error": None, **row} for row in rows]
+
+
+def keeper(
+    cache: JudgeCache | None, key: str | None, judge: Judge, template: PromptTemplate, repeat: int
+) -> Callable[[tuple[str | None, str | None]], None]:
+    """What caches one call's (reply, error): a readable reply, one line appended to the cache; a
+    failed call or an unreadable reply never (the next run asks again)."""
+
+    def keep(result: tuple[str | None, str | None]) -> None:
+        reply, error = result
+        if cache is None or key is None or reply is None:
+            return
+        rows = judgments_from(judge, template, reply, error, repeat=repeat)
+        if rows[0]["error"] is None:
+            cache.put(key, reply)
+
+    return keep
 
 
 def judge_once(

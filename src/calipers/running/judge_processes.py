@@ -29,7 +29,7 @@ from typing import Any
 
 from calipers.grading.async_judges import AsyncJudgeCalls
 from calipers.grading.judge_cache import JudgeCache
-from calipers.grading.judges import OpenAIJudge, PromptTemplate, judgments_from
+from calipers.grading.judges import OpenAIJudge, PromptTemplate, keeper
 
 Reply = tuple[str | None, str | None]
 # judge, prompt, and what caches its reply: (cache key, template, repeat), or None
@@ -157,7 +157,14 @@ def _serve(pipe: Any, workers: int, cache_dir: str | None) -> None:
 
     with AsyncJudgeCalls(workers) as loop:
         futures[:] = loop.start(
-            [(judge, prompt, _keep(cache, judge, keep)) for _, judge, prompt, keep in calls]
+            [
+                (
+                    judge,
+                    prompt,
+                    keeper(cache, keep[0], judge, keep[1], keep[2]) if cache and keep else None,
+                )
+                for _, judge, prompt, keep in calls
+            ]
         )
         done = threading.Semaphore(0)
         for (n, *_), future in zip(calls, futures, strict=True):
@@ -167,23 +174,6 @@ def _serve(pipe: Any, workers: int, cache_dir: str | None) -> None:
     if cache is not None:
         cache.close()
     pipe.close()
-
-
-def _keep(
-    cache: JudgeCache | None, judge: OpenAIJudge, keep: tuple[str, PromptTemplate, int] | None
-) -> Callable[[Reply], None] | None:
-    if cache is None or keep is None:
-        return None
-    key, template, repeat = keep
-
-    def put(result: Reply) -> None:  # as the driver's keeper: readable replies only
-        reply, error = result
-        if reply is not None:
-            rows = judgments_from(judge, template, reply, error, repeat=repeat)
-            if rows[0]["error"] is None:
-                cache.put(key, reply)
-
-    return put
 
 
 def _reporter(

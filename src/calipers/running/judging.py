@@ -28,6 +28,7 @@ from calipers.grading.judges import (
     PromptTemplate,
     call_judge,
     judgments_from,
+    keeper,
 )
 from calipers.running.executor import Backend, NoBar, progress_bar
 from calipers.running.judge_processes import ProcessJudgeCalls, Work, processes_for
@@ -117,7 +118,7 @@ def judge_requests(
                 # the event loop while the call still holds its place — so at most -j calls are
                 # ever in flight and not on disk: a run killed while judging repeats only those,
                 # and an interrupt stores nothing the cache does not hold.
-                keep = _keeper(cache, key, judge, requests[i].template, repeat)
+                keep = keeper(cache, key, judge, requests[i].template, repeat)
                 prompt = requests[i].prompt
                 if loop_calls is not None and isinstance(judge, OpenAIJudge):
                     keeps = (key, requests[i].template, repeat) if cache and key else None
@@ -231,23 +232,6 @@ def _finished(
 
 
 Reply = tuple[str | None, str | None]
-
-
-def _keeper(
-    cache: JudgeCache | None, key: str | None, judge: Judge, template: PromptTemplate, repeat: int
-) -> Callable[[Reply], None]:
-    """What caches one call's reply: a readable reply, one line appended to the cache; a failed
-    call or an unreadable reply never."""
-
-    def keep(result: Reply) -> None:
-        reply, error = result
-        if cache is None or key is None or reply is None:
-            return
-        rows = judgments_from(judge, template, reply, error, repeat=repeat)
-        if rows[0]["error"] is None:
-            cache.put(key, reply)
-
-    return keep
 
 
 def _call_and_keep(judge: Judge, prompt: str, keep: Callable[[Reply], None]) -> Reply:
