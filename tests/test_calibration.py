@@ -4,27 +4,39 @@ truth agrees with a large Monte Carlo or a closed form."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import zlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from scipy import integrate, special, stats
 
 import calipers
-from calipers.calibration import engine, models, robust
+from calipers.calibration import engine, models, robust, schemes
 from calipers.calibration.__main__ import main
 from calipers.calibration.aggregate import Targets, assess_all
-from calipers.calibration.grid import REDUCED_SETTINGS, Cell, Settings, full_grid, reduced_grid
-from calipers.calibration.runner import CellOutcome, run_cell, run_grid
+from calipers.calibration.grid import (
+    REDUCED_FAMILY_IDS,
+    REDUCED_SETTINGS,
+    SCHEME_MODELS,
+    Cell,
+    Settings,
+    core_grid,
+    family_grid,
+    full_grid,
+    is_family,
+    reduced_grid,
+)
+from calipers.calibration.runner import CellOutcome, declared_bounds, run_cell, run_grid
 from calipers.calibration.simulate import experiment
 
 
-@pytest.mark.slow  # the reduced grid: ~20–90 s on 2 cores
-def test_the_reduced_grid_meets_every_target() -> None:
-    outcomes = run_grid(reduced_grid(), REDUCED_SETTINGS, jobs=2)
+def _meets_every_target(cells: list[Cell]) -> None:
+    outcomes = run_grid(cells, REDUCED_SETTINGS, jobs=2)
     reports = assess_all(outcomes, Targets(allowance=2.0))
     failed = [r for r in reports if not r.passed]
     lines = [f"{r.id}: " + "; ".join(f.describe() for f in r.failures) for r in failed]
@@ -36,14 +48,70 @@ def test_the_reduced_grid_meets_every_target() -> None:
         )
 
 
+@pytest.mark.slow  # the reduced grid's core cells: ~20–90 s on 2 cores
+def test_the_reduced_grid_meets_every_target() -> None:
+    _meets_every_target([c for c in reduced_grid() if not is_family(c)])
+
+
+@pytest.mark.slow  # ~30 s on 2 cores
+@pytest.mark.xfail(
+    reason="issue 33: the engine's family-free intervals, declared bounds, default clustering "
+    "and missing-outcome bounds are being built; remove this mark once these cells pass",
+    strict=False,
+)
+def test_the_reduced_families_meet_every_target() -> None:
+    _meets_every_target([c for c in reduced_grid() if is_family(c)])
+
+
 def test_the_grids_cover_the_design() -> None:
     cells = full_grid()
     ids = [c.id for c in cells]
-    # 117 + 8 unequal-epoch cells + 4 repeats cells + 7 margin cells + 9 planner cells
-    assert len(ids) == len(set(ids)) == 145
+    # core: 117 + 8 unequal-epoch cells + 4 repeats cells + 7 margin cells + 9 planner cells;
+    # families: 8 skewed + 4 bimodal + 6 heavy-tailed + 8 missing-outcome + 6 named-group + 8
+    # rubric/objective + 2 concentrated-planner cells
+    assert len(ids) == len(set(ids)) == 145 + 42
+    assert [c.id for c in core_grid()] + [c.id for c in family_grid()] == ids
     assert {c.interval for c in cells} == {"auto", "percentile", "bca"}  # the overrides too
     assert {c.id for c in reduced_grid()} <= set(ids)
     assert all(c.n % 5 == 0 for c in cells if c.grouped)  # whole groups of 5
+    assert all(c.n % c.groups == 0 for c in cells if c.named_groups)
+    families = {c.id: c for c in family_grid()}
+    assert all(is_family(c) for c in families.values())
+    assert not any(is_family(c) for c in core_grid())
+    # each family, at the sizes asked for
+    assert {c.n for c in families.values() if c.model.startswith("skewed-")} == {15, 30, 60, 200}
+    assert {c.model for c in families.values() if c.model.startswith("skewed-")} == {
+        "skewed-s0.05", "skewed-s0.15"
+    }  # fmt: skip
+    assert {c.n for c in families.values() if c.model == "bimodal"} == {8, 12, 25, 60}
+    assert {(c.model, c.n) for c in families.values() if c.model.startswith("heavy")} == {
+        (m, n) for m in ("heavy", "heavy-capped") for n in (10, 30, 100)
+    }  # fmt: skip
+    assert {(c.model, c.n, c.mnar) for c in families.values() if c.mnar} == {
+        (m, n, arm) for m in ("binary-p0.70", "continuous") for n in (50, 200) for arm in "TC"
+    }  # fmt: skip
+    assert {c.groups for c in families.values() if c.named_groups} == {10, 25}
+    assert any(c.named_groups and c.margin for c in families.values())
+    assert {(c.model, c.n) for c in families.values() if c.model in SCHEME_MODELS} == {
+        (m, n) for m in SCHEME_MODELS for n in (5, 10, 30, 100)
+    }  # fmt: skip
+    assert {c.model for c in families.values() if c.plan} == {"conc-continuous",
+                                                              "conc-binary-p0.70"}  # fmt: skip
+    # every family has a cell in the reduced grid
+    reduced = [c for c in reduced_grid() if is_family(c)]
+    assert len(reduced) == len(REDUCED_FAMILY_IDS) >= 6
+    for pick in ("skewed-", "bimodal", "heavy", "mnar", "groups", "rubric", "objective", "conc-"):
+        assert any(pick in c.id for c in reduced), pick
+
+
+def test_named_groups_pass_no_cluster_option() -> None:
+    """The engine's default clustering is what those cells measure."""
+    from calipers.verdicts.compare import compare_staged
+
+    assert engine.cluster_option(True) == "group" and engine.cluster_option(False) == "sample_id"
+    assert engine.cluster_option(False, default=True) is None
+    assert "cluster" not in engine._options(compare_staged, False, default_cluster=True)
+    assert engine._options(compare_staged, True).get("cluster", "group") == "group"
 
 
 def _direct(
@@ -55,39 +123,60 @@ def _direct(
     failure: float,
     seed: int,
     dropped: float = 0.0,
+    cell: Cell | None = None,
 ) -> tuple[engine.Outcome, list[dict[str, object]]]:
+    """The harness's fast path on one simulated experiment (as `cell` runs it: its bounds,
+    named groups and lost outcomes), and the same experiment as samples."""
+    cell = cell or Cell(model, n, epochs)
+    m = models.model(model)
     rng = np.random.default_rng(seed)
     sim = experiment(
-        models.model(model),
+        m,
         n=n,
         epochs=epochs,
-        grouped=False,
+        grouped=cell.clustered,
         shifts={"A": 0.0, "B": shift},
         failure={"B": failure},
         rng=rng,
         dropped=dropped,
+        group_size=cell.groups or 5,
+        correlation=0.5 if cell.named_groups else 0.3,
+        lose={"T": "B", "C": "A"}.get(cell.mnar),
     )
     outcome = engine.compare(
-        sim.staged(),
+        sim.staged(bounds=declared_bounds(cell, m)),
         treatments=["B"],
-        grouped=False,
+        grouped=cell.grouped,
         confidence_level=0.95,
         n_resamples=1000,
         seed=seed,
+        default_cluster=cell.named_groups,
     )
     return outcome, sim.records()
 
 
 @pytest.mark.parametrize(
-    ("model", "options", "n", "epochs", "shift", "failure", "dropped"),
+    ("model", "options", "n", "epochs", "shift", "failure", "dropped", "cell"),
     [
-        ("layered-judgefail", {}, 30, 2, 0.4, 0.3, 0.0),
-        ("binary-p0.70", {"metric": "correct"}, 40, 1, 0.6, 0.0, 0.0),
-        ("continuous", {"metric": "value"}, 25, 3, 0.3, 0.0, 0.0),
-        ("continuous", {"metric": "value"}, 25, 3, 0.3, 0.0, 0.3),
-        ("layered", {}, 30, 3, 0.4, 0.0, 0.3),
+        ("layered-judgefail", {}, 30, 2, 0.4, 0.3, 0.0, None),
+        ("binary-p0.70", {"metric": "correct"}, 40, 1, 0.6, 0.0, 0.0, None),
+        ("continuous", {"metric": "value"}, 25, 3, 0.3, 0.0, 0.0, None),
+        ("continuous", {"metric": "value"}, 25, 3, 0.3, 0.0, 0.3, None),
+        ("layered", {}, 30, 3, 0.4, 0.0, 0.3, None),
+        # the families: declared bounds, lost outcomes, named groups with no cluster option
+        ("skewed-s0.15", {"metric": "value", "bounds": "0,1"}, 30, 1, 0.5, 0.0, 0.0,
+         Cell("skewed-s0.15", 30, declare=True)),
+        ("heavy", {"metric": "value"}, 30, 1, 0.26, 0.0, 0.0, Cell("heavy", 30, declare=True)),
+        ("heavy-capped", {"metric": "value", "bounds": "0,20"}, 30, 1, 0.26, 0.0, 0.0,
+         Cell("heavy-capped", 30, declare=True)),
+        ("continuous", {"metric": "value", "bounds": "0,1"}, 60, 1, 0.0, 0.0, 0.0,
+         Cell("continuous", 60, declare=True, mnar="T")),
+        ("binary-p0.70", {"metric": "correct"}, 60, 1, 0.0, 0.0, 0.0,
+         Cell("binary-p0.70", 60, declare=True, mnar="C")),
+        ("continuous", {"metric": "value", "bounds": "0,1"}, 100, 3, 0.2, 0.0, 0.0,
+         Cell("continuous", 100, 3, groups=10, declare=True)),
     ],
-)
+)  # fmt: skip
 def test_the_fast_path_gives_what_the_public_api_gives(
     model: str,
     options: dict[str, str],
@@ -96,10 +185,12 @@ def test_the_fast_path_gives_what_the_public_api_gives(
     shift: float,
     failure: float,
     dropped: float,
+    cell: Cell | None,
 ) -> None:
     direct, records = _direct(
-        model, n=n, epochs=epochs, shift=shift, failure=failure, seed=7, dropped=dropped
-    )
+        model, n=n, epochs=epochs, shift=shift, failure=failure, seed=7, dropped=dropped,
+        cell=cell,
+    )  # fmt: skip
     scheme = "layered" if model.startswith("layered") else "metric"
     result = calipers.compare(
         records, scheme, baseline="A", candidates=["B"], seed=7, n_resamples=1000, **options
@@ -114,6 +205,15 @@ def test_the_fast_path_gives_what_the_public_api_gives(
         assert len(failed) == round(failure * n * epochs)
     if dropped:  # unequal epochs, and fewer on the weaker items
         assert 0.5 * n * epochs < len([r for r in records if r["run"] == "A"]) < n * epochs
+    if cell is not None and cell.mnar:  # lost outcomes are samples with an error and no score
+        lost = [r for r in records if "error" in r]
+        assert lost and {r["run"] for r in lost} == {"B" if cell.mnar == "T" else "A"}
+        bounds = getattr(pair, "missing_bounds", None)
+        if bounds is not None and direct.pairs[0].bounds is not None:
+            assert bounds.low == pytest.approx(direct.pairs[0].bounds.low, abs=1e-9)
+            assert bounds.high == pytest.approx(direct.pairs[0].bounds.high, abs=1e-9)
+    if cell is not None and cell.named_groups:
+        assert {r["group"] for r in records} == {f"g{i:04d}" for i in range(n // cell.groups)}
 
 
 def test_dropped_epochs_fall_on_the_weaker_items() -> None:
@@ -165,7 +265,8 @@ def test_the_command_writes_the_page_and_the_json(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "name",
     ["binary-p0.70", "binary-p0.02", "binary-p0.98", "judge", "continuous", "rare", "layered",
-     "layered-gate"],
+     "layered-gate", "skewed-s0.05", "skewed-s0.15", "bimodal", "heavy-capped", "heavy",
+     "conc-continuous", "conc-binary-p0.70"],
 )  # fmt: skip
 @pytest.mark.parametrize("shift", [0.0, 0.4])
 def test_each_truth_agrees_with_a_million_items(name: str, shift: float) -> None:
@@ -247,3 +348,166 @@ def test_robustness_truth_is_the_population_mean() -> None:
     swaps = [d for c in cases for d in c.distances(("swap",))]
     assert 1.0 - np.mean(inv) == pytest.approx(robust.TRUTH["invariance"], abs=0.006)
     assert np.mean(swaps) == pytest.approx(robust.TRUTH["sensitivity"], abs=0.006)
+
+
+@pytest.mark.parametrize(
+    ("name", "shift"),
+    [("skewed-s0.05", 0.5), ("skewed-s0.15", -0.5), ("conc-continuous", 0.4),
+     ("conc-binary-p0.70", math.inf), ("heavy", math.log(1.3)), ("heavy-capped", math.log(1.3))],
+)  # fmt: skip
+def test_each_family_alternative_agrees_with_a_million_items(name: str, shift: float) -> None:
+    """The alternatives the families run (a step on a share of items and its mirror, items that
+    always pass, scores × 1.3): the paired difference of a 10⁶-item Monte Carlo."""
+    model = models.model(name)
+    rng = np.random.default_rng(zlib.crc32(f"{name}/{shift}".encode()))
+    sim = experiment(
+        model, n=1_000_000, epochs=1, grouped=False, shifts={"A": 0.0, "B": shift}, failure={},
+        rng=rng,
+    )  # fmt: skip
+    staged = sim.staged()
+    diff = staged.composite("B") - staged.composite("A")
+    se = float(np.std(diff)) / 1000.0
+    assert abs(float(diff.mean()) - model.diff_truth(shift)) < 5 * se + 1e-9
+
+
+def test_family_truths_against_closed_forms() -> None:
+    # lognormal, log sd 1.2: E = exp(1.2²/2), × 1.3 at a shift of log 1.3
+    heavy = models.model("heavy")
+    assert heavy.arm_truth(0.0) == pytest.approx(math.exp(0.72), rel=1e-10)
+    assert heavy.arm_truth(math.log(1.3)) == pytest.approx(1.3 * math.exp(0.72), rel=1e-10)
+    assert heavy.bounds is None and not heavy.scheme_declares
+    # capped at 20: E[min(X, 20)] over the lognormal's own law, by adaptive quadrature
+    for scale in (1.0, 1.3):
+        value, _ = integrate.quad(
+            lambda t, c=scale: min(c * math.exp(1.2 * t), 20.0) * stats.norm.pdf(t), -12, 12,
+            points=[math.log(20.0 / scale) / 1.2], limit=200,
+        )  # fmt: skip
+        capped = models.model("heavy-capped")
+        assert capped.arm_truth(math.log(scale)) == pytest.approx(value, abs=1e-8)
+    # bimodal: E over the mixture of clip(m + N(0, 0.1), 0, 1), m at 0 (40%), 1 (50%), U(0, 1)
+    clipped = models.clipped_normal_mean
+    at = {m: float(clipped(np.array([m]), 0.1)[0]) for m in (0.0, 1.0)}
+    middle, _ = integrate.quad(lambda m: float(clipped(np.array([m]), 0.1)[0]), 0.0, 1.0)
+    expected = 0.4 * at[0.0] + 0.5 * at[1.0] + 0.1 * middle
+    assert models.model("bimodal").arm_truth(0.0) == pytest.approx(expected, abs=1e-6)
+    # a share that always passes gains share · (1 − the pass rate)
+    flip = models.model("conc-binary-p0.70")
+    assert isinstance(flip, models.Concentrated)
+    assert flip.diff_truth(math.inf) == pytest.approx(0.12 * (1 - flip.arm_truth(0.0)), abs=1e-12)
+    # a step on a share: share · E[h(m + step) − h(m)], here as a quadrature over the Beta law
+    skewed = models.model("skewed-s0.15")
+    assert isinstance(skewed, models.Concentrated)
+
+    def gain(m: float) -> float:
+        moved = clipped(np.array([m + 0.5]), 0.05)[0] - clipped(np.array([m]), 0.05)[0]
+        return float(moved * stats.beta.pdf(m, 5, 2))
+
+    value, _ = integrate.quad(gain, 0.0, 1.0)
+    assert skewed.diff_truth(0.5) == pytest.approx(0.15 * value, abs=1e-7)
+
+
+def test_bimodal_scores_sit_at_the_bounds() -> None:
+    rng = np.random.default_rng(4)
+    sim = experiment(
+        models.model("bimodal"), n=200_000, epochs=1, grouped=False, shifts={"A": 0.0},
+        failure={}, rng=rng,
+    )  # fmt: skip
+    x = sim.arms["A"].values["value"]
+    assert (x == 0.0).mean() == pytest.approx(0.2, abs=0.005)  # half the draws of 40% of items
+    assert (x == 1.0).mean() == pytest.approx(0.25, abs=0.005)
+
+
+@pytest.mark.parametrize("kind", ["binary-p0.70", "continuous"])
+def test_lost_outcomes_track_the_bad_draws(kind: str) -> None:
+    """30% of an arm's bad draws (failures; scores below the item's median) and 3% of the
+    others are lost; the other arm keeps all; the truth stays the full data's mean."""
+    model = models.model(kind)
+    rng = np.random.default_rng(8)
+    sim = experiment(
+        model, n=400_000, epochs=1, grouped=False, shifts={"A": 0.0, "B": 0.0}, failure={},
+        rng=rng, lose="B",
+    )  # fmt: skip
+    a, b = sim.arms["A"].values["value"], sim.arms["B"].values["value"]
+    assert np.isfinite(a).all()
+    lost = ~np.isfinite(b)
+    # the same items' draws in A say nothing of B's; the rate over B's own draws is what matters
+    rate = lost.mean()
+    bad_share = (a < 0.5).mean() if kind == "binary-p0.70" else 0.5
+    assert rate == pytest.approx(0.30 * bad_share + 0.03 * (1 - bad_share), abs=0.003)
+    # complete cases overstate the arm: the bias the worst/best-case bounds must absorb
+    assert np.nanmean(b) > model.arm_truth(0.0) + 0.01
+    assert float(a.mean()) == pytest.approx(model.arm_truth(0.0), abs=0.003)
+
+
+def _rubric_finals(sim: schemes.RubricSamples) -> np.ndarray:
+    """The rubric's final score, vectorised: Σ w·(1 + 9(s − 1)/4) rounded half up to cents,
+    − 0.5 per red flag, floor 1, + 0.25 per bonus, ceiling 10."""
+    from calipers.schemes.rubric.definition import DEFAULT_WEIGHTS, DIMENSIONS
+
+    w = np.array([float(DEFAULT_WEIGHTS[d]) for d in DIMENSIONS])
+    cents = np.floor((1.0 + 9.0 * (sim.scores - 1) / 4.0) @ w * 100.0 + 0.5 + 1e-9)
+    after = np.maximum(100.0, cents - 50.0 * sim.flags.sum(axis=1))
+    return np.asarray(np.minimum(1000.0, after + 25.0 * sim.bonus) / 100.0, dtype=np.float64)
+
+
+def test_the_rubric_truth_agrees_with_a_million_items() -> None:
+    rng = np.random.default_rng(21)
+    few = schemes.rubric_samples(rng, 300)
+    assert [float(e.final) for e in few.evaluations()] == pytest.approx(_rubric_finals(few))
+    finals = _rubric_finals(schemes.rubric_samples(rng, 1_000_000))
+    se = float(finals.std()) / 1000.0
+    assert abs(float(finals.mean()) - schemes.rubric_truth()) < 5 * se
+    assert 7.0 < schemes.rubric_truth() < 8.5  # skewed high, with mass at the ceiling
+    assert (finals == 10.0).mean() > 0.02
+
+
+def test_the_objective_truth_agrees_with_a_million_items() -> None:
+    rng = np.random.default_rng(22)
+    for shift in (0.0, schemes.OBJECTIVE_SHIFT):
+        a, b = schemes.objective_pair(rng, 1_000_000, shift)
+        base_a, base_b = a.task().base, b.task().base
+        assert float(base_a.mean()) == pytest.approx(
+            schemes.objective_truth(0.0), abs=5 * base_a.std() / 1000
+        )
+        assert float(base_b.mean()) == pytest.approx(
+            schemes.objective_truth(shift), abs=5 * base_b.std() / 1000
+        )
+
+
+def test_the_schemes_fast_path_gives_what_the_schemes_give(make_samples: Any) -> None:
+    from calipers.schemes.objective.verdict import compare_objective
+
+    rng = np.random.default_rng(23)
+    rubric = schemes.rubric_samples(rng, 12)
+    fast = schemes.rubric_interval(rubric, confidence_level=0.95, n_resamples=1000, seed=5)
+    run = calipers.score(rubric.records(), "rubric", n_resamples=1000, seed=5).runs["A"]  # type: ignore[attr-defined]
+    assert fast.estimate == pytest.approx(run.mean_final, abs=1e-12)
+    assert (fast.low, fast.high) == pytest.approx(run.interval, abs=1e-12)
+    a, b = schemes.objective_pair(rng, 15, 0.3)
+    found = schemes.objective_compare(a, b, confidence_level=0.95, n_resamples=1000, seed=5)
+    public = compare_objective(
+        make_samples(a.records("A") + b.records("B")), baseline="A", candidate="B",
+        n_resamples=1000, seed=5,
+    )  # fmt: skip
+    assert public.interval is not None
+    assert found.net_gain.estimate == pytest.approx(public.net_gain, abs=1e-12)
+    assert (found.net_gain.low, found.net_gain.high) == pytest.approx(
+        (public.interval.low, public.interval.high), abs=1e-12
+    )
+    assert found.verdict == public.verdict.value and found.promote == public.promote
+
+
+def test_the_planner_is_told_the_effect_share_when_it_can_be() -> None:
+    from dataclasses import fields
+
+    from calipers.verdicts import planning
+
+    design = planning.Design.from_numbers(sd=0.2)
+    goal = planning.Goal(effect=0.05)
+    made = engine.plan(design, goal, 0.1)
+    has = "effect_share" in {f.name for f in fields(planning.Goal)} or "effect_share" in (
+        inspect.signature(planning.plan).parameters
+    )
+    assert made.share_passed == has
+    assert made.plan.items is not None and made.power_at(made.plan.units or 2) > 0
+    assert not engine.plan(design, goal, None).share_passed

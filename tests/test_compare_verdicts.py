@@ -17,7 +17,10 @@ from calipers.verdicts.gates import Verdict
 from conftest import MakeSamples
 from layered_data import row
 
-FAST = {"n_resamples": 2000}
+# These tests exercise the verdict rules on small hand-made tables (a difference with two or three
+# values): the t interval is asked for by name, as `auto` would rightly not trust it on so few
+# informative units (tests/test_auto_interval.py covers that choice).
+FAST = {"n_resamples": 2000, "interval": "t"}
 
 
 def run_compare(
@@ -164,7 +167,7 @@ def test_underpowered_when_the_mde_is_above_the_smallest_effect_worth_detecting(
     assert f"{mde:.3f}" in result.reason and "smallest worth detecting (0.2)" in result.reason
     # The same data against a larger smallest-effect-worth-detecting is NOISE.
     lenient = calipers.compare(
-        make_samples(rows), "layered", baseline="c", candidates=["t"], min_effect=1.0
+        make_samples(rows), "layered", baseline="c", candidates=["t"], min_effect=1.0, **FAST
     )
     assert lenient.verdict is Verdict.NOISE
 
@@ -230,7 +233,7 @@ def test_swapping_control_and_treatment_negates_every_difference(
     assert c1.interval is not None and c2.interval is not None
     assert (c1.low, c1.high) == pytest.approx((-c2.high, -c2.low), abs=1e-12)  # type: ignore[operator]
     # A bootstrap interval mirrors resample by resample (same seed, negated data).
-    kw: dict[str, Any] = {"interval": "percentile", **FAST}
+    kw: dict[str, Any] = {**FAST, "interval": "percentile"}
     b1 = calipers.compare(samples, "layered", baseline="c", candidates=["t"], **kw)
     b2 = calipers.compare(samples, "layered", baseline="t", candidates=["c"], **kw)
     i1, i2 = b1.pairs[0].comparison.composite.interval, b2.pairs[0].comparison.composite.interval

@@ -178,7 +178,7 @@ def test_metric_scheme_is_the_mean_with_a_cluster_robust_t_interval(
         for e in range(2)
     ]
     rows.append({"run": "m", "task": "t", "sample_id": "none", "scores": {"other": 1.0}})
-    result = get_scheme("metric").score(make_samples(rows), metric="f1", seed=5)
+    result = get_scheme("metric").score(make_samples(rows), metric="f1", seed=5, interval="t")
     run = result.runs["m"]
     assert run.composite.mean == pytest.approx(values.mean())
     assert run.composite.interval is not None and run.composite.interval.formula == "hall-t"

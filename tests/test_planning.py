@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -252,3 +253,137 @@ def test_scores_that_differ_by_one_are_scores_not_pass_fail() -> None:
     one = [*rows, {"run": "C", "task": "t", "sample_id": "s0", "scores": {"q": 3}}]
     with calipers.open(pd.DataFrame(one)) as samples, pytest.raises(InputError, match="fewer"):
         calipers.plan(samples, "metric", metric="q", baseline="C", effect=0.2)
+
+
+# --- an effect concentrated on a share of the items (--effect-share, issue 33) -------------------
+
+
+def _concentrated(rng: np.random.Generator, n: int, sd: float, delta: float, share: float
+                  ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Control and treatment scores of n items: the differences' noise has SD `sd`, and a random
+    share of the items each gain delta/share."""
+    base = rng.normal(0.5, 0.1, n)
+    hit = rng.random(n) < share
+    noise = rng.normal(0, sd / math.sqrt(2), (2, n))
+    return base + noise[0], base + noise[1] + np.where(hit, delta / share, 0.0)
+
+
+def _engine_power(n: int, reps: int, seed: int, **effect: float) -> float:
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(reps):
+        c, t = _concentrated(rng, n, **effect)
+        hits += paired_interval(c, t).low > 0  # the engine's interval, method auto
+    return hits / reps
+
+
+def test_concentrated_effect_plan_delivers_its_power_and_the_spread_plan_warns() -> None:
+    # An A/A pilot measures the differences' SD 0.1; the effect +0.03 lands on 10% of the items
+    effect = {"sd": 0.1, "delta": 0.03, "share": 0.1}
+    design = Design("scores", item_var=0.01, observed_units=4000, source="pilot comparison B − A")
+    spread = plan(design, Goal(effect=0.03))
+    assert "shifts items the way the pilot varies" in spread.assumption
+    assert "--effect-share" in spread.assumption
+    concentrated = plan(design, Goal(effect=0.03), effect_share=0.1)
+    assert concentrated.items is not None and spread.items is not None
+    assert concentrated.design.effect_share == 0.1 and concentrated.items > 1.5 * spread.items
+    assert "0.1 of the items, each moved by +0.3" in concentrated.assumption
+    assert concentrated.to_dict()["assumption"] == concentrated.assumption
+    assert concentrated.power is not None and spread.power is not None
+    # 600 seeded experiments at each planned n (Monte Carlo SE ≈ 1.6 points)
+    achieved = _engine_power(concentrated.items, 600, 1, **effect)
+    assert abs(achieved - concentrated.power) < 0.05, (achieved, concentrated.power)
+    short = _engine_power(spread.items, 600, 2, **effect)
+    assert short < spread.power - 0.15, (short, spread.power)  # what the warning is about
+
+
+def test_concentrated_power_is_the_simulated_t_statistic() -> None:
+    """The planner's power (K ~ Bin(n, S) units moved, the t statistic averaged over K) against
+    20,000 t statistics drawn directly, for a gain, a rare large gain, and non-inferiority and
+    equivalence at a concentrated true drop."""
+    from scipy.stats import t as student
+
+    rng = np.random.default_rng(11)
+    cases = [
+        (Goal(effect=0.03), 0.01, 0.1, 150),
+        (Goal(effect=0.02), 0.0004, 0.05, 120),
+        (Goal(margin=0.05, truth=-0.02), 0.01, 0.2, 200),
+        (Goal(margin=0.05, truth=-0.02, equivalence=True), 0.01, 0.2, 300),
+    ]
+    for goal, noise, share, n in cases:
+        design = Design("scores", item_var=noise, effect_share=share)
+        delta = goal.effect if goal.effect is not None else goal.truth
+        d = rng.normal(0, math.sqrt(noise), (20_000, n))
+        d += np.where(rng.random((20_000, n)) < share, delta / share, 0.0)
+        mean, se = d.mean(axis=1), d.std(axis=1, ddof=1) / math.sqrt(n)
+        crit = student.ppf(1 - goal.alpha / 2, n - 1)
+        low, high = mean - crit * se, mean + crit * se
+        if goal.effect is not None:
+            reached = low > 0
+        else:
+            assert goal.margin is not None
+            reached = (low > -goal.margin) & ((high < goal.margin) | (not goal.equivalence))
+        assert power_at(design, goal, n) == pytest.approx(reached.mean(), abs=0.015), goal
+
+
+def test_effect_share_adds_the_variance_of_where_the_effect_lands() -> None:
+    design = Design("scores", item_var=0.01, epoch_var=0.02, epochs=2)
+    same = replace(design, effect_share=1.0)
+    assert same.at_effect(0.05) == design.at_effect(0.05) == pytest.approx(0.02)
+    share = replace(design, effect_share=0.25)
+    assert share.at_effect(0.05) == pytest.approx(0.02 + 0.05**2 * (1 / 0.25 - 1))
+    # one share of 1 is the spread plan itself
+    assert (
+        plan(design, Goal(effect=0.05), effect_share=1.0).units
+        == plan(design, Goal(effect=0.05)).units
+    )
+    with pytest.raises(InputError, match="effect-share"):
+        plan(design, Goal(effect=0.05), effect_share=0.0)
+    with pytest.raises(InputError, match="effect-share"):
+        plan(design, Goal(effect=0.05), effect_share=1.5)
+    # 0.3 on 20% of the items moves each by 1.5: more than a 0–1 scale allows
+    with pytest.raises(InputError, match=r"moves each by 1\.5, more than the scale allows"):
+        plan(replace(design, scale=1.0), Goal(effect=0.3), effect_share=0.2)
+
+
+def test_binary_discordance_grows_by_up_to_the_effect() -> None:
+    # pass rate 0.7, A/A discordance 0.3: a gain of 0.05 on 10% of the items lands on items the
+    # baseline fails (the 10% can all fail: p_S = 0), each gaining 0.5; ψ₁ = ψ₀ + δ
+    design = Design.from_numbers(discordance=0.3, pass_rate=None)
+    design = replace(design, pass_rate=0.7, effect_share=0.1)
+    assert design.discordance_at(0.05) == pytest.approx(0.35)
+    # on 80% of the items: the share must hold passing items, p_S = (0.7 − 0.2)/0.8
+    wide = replace(design, effect_share=0.8)
+    p_s = 0.5 / 0.8
+    assert wide.discordance_at(0.05) == pytest.approx(0.3 + 0.05 * (1 - 2 * p_s))
+    # with S = 1 every item moves by δ: the spread formula without item spread
+    from calipers.verdicts.plan_effects import concentrated_discordance
+
+    assert concentrated_discordance(0.7, 0.3, 0.05, 1.0) == pytest.approx(0.3 + 0.05 * (1 - 1.4))
+    # one epoch, no groups: the unit variance is ψ₁ − δ²
+    assert design.at_effect(0.05) == pytest.approx(design.unit_var() + 0.35 - 0.3 - 0.05**2)
+    more = plan(design, Goal(effect=0.05))
+    fewer = plan(replace(design, effect_share=1.0), Goal(effect=0.05))
+    assert more.items is not None and fewer.items is not None and more.items > fewer.items
+    assert "the discordance grows from 0.3 to 0.35" in more.assumption
+
+
+def test_cli_effect_share_and_the_stated_assumption(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "plan.json"
+    args = ["plan", "--sd", "0.1", "--effect", "0.03"]
+    assert main([*args, "--json", str(out)]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "assumes the power holds for an effect that shifts every item alike" in shown
+    assert "--effect-share" in shown
+    spread = json.loads(out.read_text())
+    assert spread["design"]["effect_share"] == 1.0 and "--effect-share" in spread["assumption"]
+    assert main([*args, "--effect-share", "0.1", "--json", str(out)]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "concentrated on a share 0.1 of the items, each moved by +0.3" in shown
+    body = json.loads(out.read_text())
+    assert body["design"]["effect_share"] == 0.1 and body["items"] > spread["items"]
+    assert main([*args, "--effect-share", "0"]) == 1  # S ≤ 0 is refused
+    assert main(["plan", "--sd", "0.1", "--effect", "0.5", "--effect-share", "0.2"]) == 1
+    assert "more than the scale allows" in capsys.readouterr().err

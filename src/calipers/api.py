@@ -235,6 +235,7 @@ def plan(
     icc: float = 0.0,
     cluster_size: int = 1,
     scale: float | None = None,
+    effect_share: float | None = None,
     **options: Any,
 ) -> Plan:
     """How many items (or groups) a comparison needs to detect `effect`, or to show
@@ -244,7 +245,11 @@ def plan(
     The design is measured on `samples` — the `baseline` run, and a pilot `candidate` run
     when given — under `scheme` (metric or layered, with its options), or built from numbers:
     `sd` of one score or `pass_rate` (with the two systems' `correlation`) or a 0/1
-    `discordance`, and `icc` within groups of `cluster_size` items."""
+    `discordance`, and `icc` within groups of `cluster_size` items.
+
+    The power holds for an effect spread over the items the way the pilot varies; for one
+    concentrated on a share S of the items (units), each moved by δ/S, give `effect_share=S`
+    (`plan.assumption` says which)."""
     from calipers.schemes.layered import PairedScheme
     from calipers.verdicts.margin import parse_margin
     from calipers.verdicts.planning import Design, Goal
@@ -279,7 +284,7 @@ def plan(
         effect=effect, margin=on_scale, equivalence=equivalence, truth=truth, power=power,
         alpha=alpha, treatments=treatments,
     )  # fmt: skip
-    return make_plan(design, goal)
+    return make_plan(design, goal, effect_share=effect_share)
 
 
 def load(

@@ -12,11 +12,18 @@ Targets (a cell FAILS when any figure misses one):
       (significant and negative at −MDE when +MDE is out of reach)
     reps the engine crashed on                                = 0
 
+    families group (grid.family_grid):
+      the unbounded heavy-tailed cells: PROGRESS among the significant
+      gains at scores × 1.3 (a gain read as trivial is the old defect) ≥ 0.90
+      and reps whose verdict used a scale's width                = 0
+
 A figure misses its target when it is worse than the target by more than `allowance` Monte Carlo
-standard errors (binomial, at the target, over the figure's trials). The full grid uses 0, the
-targets as stated; the reduced grid's 300 reps leave a correct engine ~1.6 standard errors from
-a 0.93 coverage target and ~0.8 from 0.06, so it allows 2 to fail only what chance cannot
-explain. `strict` records whether the figure misses with no allowance at all.
+standard errors (binomial, at the target, over the figure's trials), and by more than `noise`
+of them: a figure worse than its target by less than `noise` (2) standard errors is "within
+noise" — the reps are too few to tell it from the target — and marked so rather than failed.
+The full grid uses allowance 0; the reduced grid's 300 reps leave a correct engine ~1.6 standard
+errors from a 0.93 coverage target and ~0.8 from 0.06, so it allows 2. `strict` records whether
+the figure misses with no allowance at all.
 """
 
 from __future__ import annotations
@@ -38,7 +45,9 @@ class Targets:
     false_margin: float = 0.05  # α: a false "inferior", a false "non-inferior"
     plan_tolerance: float = 0.03  # the planned n's power within ± this of the promise
     bias: float = 0.005  # |mean error| of the estimates that must be unbiased (pass@k, pass^k)
+    progress_share: float = 0.90  # PROGRESS among significant gains (unbounded heavy tails)
     allowance: float = 0.0  # Monte Carlo standard errors of slack (see the module docstring)
+    noise: float = 2.0  # a miss by fewer standard errors than this is "within noise"
 
 
 @dataclass
@@ -52,18 +61,20 @@ class Figure:
     tolerance: float = 0.0
     missed: bool = False
     strict: bool = False  # missed with no allowance
+    within_noise: bool = False  # missed with no allowance, but by less than `noise` SEs
 
-    def judge(self, allowance: float) -> Figure:
+    def judge(self, allowance: float, noise: float = 0.0) -> Figure:
         if self.target is None or self.value is None or self.trials == 0:
             return self
-        slack = allowance * math.sqrt(self.target * (1.0 - self.target) / self.trials)
+        slack = max(allowance, noise) * math.sqrt(self.target * (1.0 - self.target) / self.trials)
         if self.direction == "near":
             self.strict = abs(self.value - self.target) > self.tolerance
             self.missed = abs(self.value - self.target) > self.tolerance + slack
-            return self
-        sign = 1.0 if self.direction == "min" else -1.0
-        self.strict = sign * (self.value - self.target) < 0
-        self.missed = sign * (self.value - self.target) < -slack
+        else:
+            sign = 1.0 if self.direction == "min" else -1.0
+            self.strict = sign * (self.value - self.target) < 0
+            self.missed = sign * (self.value - self.target) < -slack
+        self.within_noise = self.strict and not self.missed
         return self
 
     def describe(self) -> str:
@@ -101,14 +112,26 @@ class CellReport:
     def passed(self) -> bool:
         return not self.failures
 
+    @property
+    def noisy(self) -> list[Figure]:
+        """Figures worse than their target by less than the noise band (not failures)."""
+        return [f for f in self.figures.values() if f.within_noise]
+
+    @property
+    def status(self) -> str:
+        if self.failures:
+            return "FAIL"
+        return "within noise" if self.noisy else "PASS"
+
     def figure(self, name: str) -> Figure | None:
         return self.figures.get(name)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             **self.outcome.to_dict(),
-            "status": "PASS" if self.passed else "FAIL",
+            "status": self.status,
             "failures": [f.describe() for f in self.failures],
+            "within_noise": [f.describe() for f in self.noisy],
             "figures": {k: asdict(f) for k, f in self.figures.items()},
         }
 
@@ -136,7 +159,9 @@ def _interval_figures(phase: Phase, targets: Targets) -> dict[str, Figure]:
         if name.startswith("run "):
             continue
         key = f"{phase.name}: {name}"
-        cover = _figure(f"coverage {key}", tally["covered"], tally["reported"], targets.coverage)
+        # the complete-case interval beside the bounds the report shows: for the record
+        target = None if name.endswith("complete-case") else targets.coverage
+        cover = _figure(f"coverage {key}", tally["covered"], tally["reported"], target)
         cover.direction = "min"
         out[f"coverage {key}"] = cover
         refused = tally["offered"] - tally["reported"]
@@ -146,10 +171,16 @@ def _interval_figures(phase: Phase, targets: Targets) -> dict[str, Figure]:
 
 def _system(outcome: CellOutcome, phase: Phase, run: str) -> str:
     """Which system an arm is: the control in every phase (and every arm of the null), with or
-    without the judge failures of run B, or the treatment of a phase."""
+    without the judge failures of run B (or the outcomes an arm loses, `Cell.mnar`), or the
+    treatment of a phase."""
     failing = run == "B" and outcome.cell.judge_failure > 0
+    losing = run == {"T": "B", "C": "A"}.get(outcome.cell.mnar)
     label = "control" if run == "A" or phase.shift == 0 else f"treatment ({phase.name})"
-    return label + (" with judge failures" if failing else "")
+    return (
+        label
+        + (" with judge failures" if failing else "")
+        + (" with lost outcomes" if losing else "")
+    )
 
 
 def _run_figures(outcome: CellOutcome, targets: Targets) -> dict[str, Figure]:
@@ -225,7 +256,7 @@ def assess(outcome: CellOutcome, targets: Targets) -> CellReport:
             figures["errors plan"] = Figure("errors plan", float(phase.errors), phase.reps, None,
                                             0.0, "max")  # fmt: skip
         for f in figures.values():
-            f.judge(targets.allowance)
+            f.judge(targets.allowance, targets.noise)
         return report
     figures.update(_run_figures(outcome, targets))
     for phase in outcome.phases:
@@ -240,8 +271,17 @@ def assess(outcome: CellOutcome, targets: Targets) -> CellReport:
             )
     phases = {p.name: p for p in outcome.phases}
     null = phases["null"]
-    if outcome.cell.model != "robustness":
+    if outcome.cell.model == "objective":  # the seed's rule, for the record (no target)
+        figures["promote"] = _figure("promoted under the null", null.verdicts.get("promote", 0),
+                                     sum(null.verdicts.values()))  # fmt: skip
+    if outcome.cell.model not in ("robustness", "rubric", "objective"):
         counted = sum(null.verdicts.values())
+        if outcome.cell.model == "heavy":  # unbounded: no scale may come from the data
+            read = sum(p.scale_read for p in outcome.phases)
+            reps = sum(sum(p.verdicts.values()) for p in outcome.phases)
+            figures["scale read"] = _figure(
+                "a scale read from the data of an unbounded metric", read, reps, 0.0, "max"
+            )
         for verdict in VERDICTS:
             figures[verdict] = _figure(verdict, null.verdicts.get(verdict, 0), counted)
         false = null.verdicts.get("PROGRESS", 0) + null.verdicts.get("REGRESS", 0)
@@ -265,8 +305,21 @@ def assess(outcome: CellOutcome, targets: Targets) -> CellReport:
             figures["detection fixed"] = _figure(
                 "detection at the fixed difference", fixed.significant_up, fixed.pairs
             )
+            if fixed.truth_diff is not None and fixed.truth_diff > 0:
+                # a real gain shown significant must not be read as trivial (the unbounded
+                # heavy-tailed cells: a "trivial" difference from the observed range blocked it)
+                target = targets.progress_share if outcome.cell.model == "heavy" else None
+                figures["progress among gains"] = _figure(
+                    "PROGRESS among significant gains (fixed)", fixed.progress_up,
+                    fixed.significant_up, target, "min",
+                )  # fmt: skip
+        if "mirror" in phases:
+            mirror = phases["mirror"]
+            figures["detection mirror"] = _figure(
+                "detection at the mirror difference", mirror.significant_down, mirror.pairs
+            )
     for f in figures.values():
-        f.judge(targets.allowance)
+        f.judge(targets.allowance, targets.noise)
     return report
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from functools import cache
 from typing import Any
 
@@ -25,6 +25,7 @@ from calipers.schemes.robustness.scoring import (
 )
 from calipers.stats import z_from_confidence
 from calipers.stats.repeats import summarize_repeats
+from calipers.verdicts import planning
 from calipers.verdicts.compare import compare_staged
 from calipers.verdicts.gates import DEFAULT_THRESHOLD
 from calipers.verdicts.persample import RunArrays, StagedScores, summarize_run
@@ -57,12 +58,19 @@ class PairOutcome:
     significant: bool
     mde: float | None
     margin_decision: str | None = None
+    # the worst/best-case bounds over missing outcomes (`PairedComparison.missing_bounds`), when
+    # the engine gives them and something is missing
+    bounds: Interval | None = None
 
 
 @dataclass(frozen=True)
 class Outcome:
     verdict: str  # the roll-up over pairs
     pairs: list[PairOutcome]
+    # each run's composite interval, as the comparison's run summaries give it (`summarize_run`
+    # with the same options: what `summarize` below computes, without computing it twice)
+    runs: dict[str, Interval]
+    span: float | None = None  # the scale's width the verdict used (None: none, unbounded)
 
 
 @cache
@@ -70,14 +78,24 @@ def _parameters(fn: Callable[..., Any]) -> dict[str, inspect.Parameter]:
     return dict(inspect.signature(fn).parameters)
 
 
-def _options(fn: Callable[..., Any], grouped: bool, method: str = "auto") -> dict[str, Any]:
-    """The new keyword options `fn` takes, with the values the harness wants."""
+def cluster_option(grouped: bool, default: bool = False) -> str | None:
+    """The `cluster` the harness passes: group for grouped cells, sample_id otherwise, and none
+    at all (`default`: the engine's own default is measured) for cells with named groups."""
+    if default:
+        return None
+    return "group" if grouped else "sample_id"
+
+
+def _options(
+    fn: Callable[..., Any], grouped: bool, method: str = "auto", *, default_cluster: bool = False
+) -> dict[str, Any]:
+    """The new keyword options `fn` takes, with the values the harness wants (no `cluster` with
+    `default_cluster`)."""
     params = _parameters(fn)
-    wanted: dict[str, Any] = {
-        "interval": method,
-        "cluster": "group" if grouped else "sample_id",
-        "min_effect": None,
-    }
+    wanted: dict[str, Any] = {"interval": method, "min_effect": None}
+    cluster = cluster_option(grouped, default_cluster)
+    if cluster is not None:
+        wanted["cluster"] = cluster
     out = {k: v for k, v in wanted.items() if k in params}
     if "trivial_diff" in params:
         required = params["trivial_diff"].default is inspect.Parameter.empty
@@ -108,8 +126,10 @@ def compare(
     n_resamples: int,
     seed: int,
     margin: float | None = None,
+    default_cluster: bool = False,
 ) -> Outcome:
-    """`compare_staged` of control "A" against `treatments` (with a margin: its decisions)."""
+    """`compare_staged` of control "A" against `treatments` (with a margin: its decisions);
+    `default_cluster`: no cluster option (the engine's default)."""
     extra: dict[str, Any] = {} if margin is None else {"margin": margin}
     result = compare_staged(
         staged,
@@ -122,7 +142,7 @@ def compare(
         confidence_level=confidence_level,
         n_resamples=n_resamples,
         seed=seed,
-        **_options(compare_staged, grouped, method),
+        **_options(compare_staged, grouped, method, default_cluster=default_cluster),
         **extra,
     )
     pairs = []
@@ -136,9 +156,32 @@ def compare(
                 significant=bool(c.composite.significant),
                 mde=None if c.mde is None else float(c.mde),
                 margin_decision=None if pair.margin is None else pair.margin.decision,
+                bounds=missing_bounds(c),
             )
         )
-    return Outcome(result.verdict.value, pairs)
+    runs = {run: _composite(summary) for run, summary in result.variants.items()}
+    span = result.parameters.get("scale_span")
+    return Outcome(result.verdict.value, pairs, runs, None if span is None else float(span))
+
+
+def _composite(summary: Any) -> Interval:
+    composite = summary.composite
+    interval = composite.interval
+    if interval is None:
+        return Interval(composite.mean, None, None)
+    return Interval(composite.mean, float(interval.low), float(interval.high))
+
+
+def missing_bounds(comparison: Any) -> Interval | None:
+    """The worst/best-case bounds of the difference over missing outcomes, read when the engine
+    has them (`PairedComparison.missing_bounds`, `.low`/`.high`; None when nothing is missing)."""
+    found = getattr(comparison, "missing_bounds", None)
+    if found is None:
+        return None
+    low, high = getattr(found, "low", None), getattr(found, "high", None)
+    if low is None or high is None:
+        return None
+    return Interval(comparison.composite.estimate, float(low), float(high))
 
 
 def summarize(
@@ -150,9 +193,10 @@ def summarize(
     confidence_level: float,
     n_resamples: int,
     seed: int,
+    default_cluster: bool = False,
 ) -> Interval:
     """One run's composite mean and its interval (`summarize_run`)."""
-    options = _options(summarize_run, grouped, method)
+    options = _options(summarize_run, grouped, method, default_cluster=default_cluster)
     options.pop("trivial_diff", None)
     if "component_intervals" in _parameters(summarize_run):
         options["component_intervals"] = False  # only the composite's interval is measured
@@ -166,11 +210,7 @@ def summarize(
         z=z_from_confidence(confidence_level),
         **options,
     )
-    composite = summary.composite
-    interval = composite.interval
-    if interval is None:
-        return Interval(composite.mean, None, None)
-    return Interval(composite.mean, float(interval.low), float(interval.high))
+    return _composite(summary)
 
 
 def repeats(
@@ -217,3 +257,39 @@ def robustness_interval(
     if result is None or isinstance(result, str):  # no variant of the kinds; a refusal (reason)
         return Interval(None, None, None)
     return Interval(float(result.estimate), float(result.low), float(result.high))
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A plan, the power it promises at a number of units, and whether the planner was told
+    that the effect is concentrated on a share of the items (`effect_share`, when it has it)."""
+
+    plan: planning.Plan
+    goal: planning.Goal
+    share_passed: bool
+    power_options: dict[str, Any]
+
+    def power_at(self, units: int) -> float:
+        """The power promised at `units` units, on the plan's own design (which carries the
+        effect share when the planner was told it)."""
+        return planning.power_at(self.plan.design, self.goal, units, **self.power_options)
+
+
+def plan(design: planning.Design, goal: planning.Goal, effect_share: float | None) -> Planned:
+    """`planning.plan`, told the effect's share of items when it takes `effect_share` (a field
+    of the goal, or a keyword of `plan` and `power_at`): the harness measures today's planner
+    and picks the option up when it lands."""
+    if effect_share is None:
+        return Planned(planning.plan(design, goal), goal, False, {})
+    if "effect_share" in {f.name for f in fields(planning.Goal)}:
+        goal = replace(goal, effect_share=effect_share)  # type: ignore[call-arg]
+        return Planned(planning.plan(design, goal), goal, True, {})
+    if "effect_share" in _parameters(planning.plan):
+        made = planning.plan(design, goal, effect_share=effect_share)  # type: ignore[call-arg]
+        power = (
+            {"effect_share": effect_share}
+            if "effect_share" in _parameters(planning.power_at)
+            else {}
+        )
+        return Planned(made, goal, True, power)
+    return Planned(planning.plan(design, goal), goal, False, {})

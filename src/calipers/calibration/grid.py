@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -52,6 +53,27 @@ PLAN_CELLS = (
     ("continuous", 1, False, None, 0.03),
 )
 
+# --- The families group: models the harness was not built around (issue 33, point 7). The
+# engine's guarantees must not rest on the simulated family. Every phase of these cells runs
+# `Settings.reps_null` reps (a Monte Carlo standard error of ~0.005 on a coverage of 0.95), and
+# every cell declares its scale's bounds as a user's --bounds would (the unbounded one has none).
+SCHEME_MODELS = ("rubric", "objective")  # scored by those schemes (calibration.schemes)
+SKEWED_NS = (15, 30, 60, 200)  # skewed paired differences: a big step on a share of items
+SKEWED_SHARES = (0.05, 0.15)  # the share of items the candidate moves
+SKEWED_STEP = 0.5  # by this step (clipped at 1), and the mirror: −0.5
+BIMODAL_NS = (8, 12, 25, 60)
+HEAVY_NS = (10, 30, 100)
+HEAVY_GAIN = 1.3  # the candidate's scores × 1.3 (a latent shift of log 1.3)
+MNAR_KINDS = ("binary-p0.70", "continuous")
+MNAR_NS = (50, 200)
+# named groups: (kind, n, items per group), 3 epochs, no cluster option; and margin cells
+NAMED_GROUP_CELLS = (("binary-p0.70", 100, 10), ("binary-p0.70", 250, 25),
+                     ("continuous", 100, 10), ("continuous", 250, 25))  # fmt: skip
+NAMED_GROUP_MARGINS = (("continuous", 100, 10, 0.05), ("binary-p0.70", 250, 25, 0.05))
+SCHEME_NS = (5, 10, 30, 100)
+# the planner with an effect on a share of the items: (model, the step of the moved items)
+CONCENTRATED_PLANS = (("conc-continuous", 0.4), ("conc-binary-p0.70", math.inf))
+
 
 @dataclass(frozen=True)
 class Cell:
@@ -69,15 +91,38 @@ class Cell:
     plan_effect: float | None = None  # a planner cell: plan for this effect (or `margin`)
     plan: bool = False  # a planner cell: n is the pilot's size; the planned n is measured
     dropped_epochs: float = 0.0  # the average share of later epochs an arm loses
+    # --- the families group (FAMILY_* below) ---
+    # named groups of this many items with a strong shared effect, and no cluster option passed:
+    # the engine's default clustering is measured
+    groups: int = 0
+    mnar: str = ""  # "T" or "C": that arm loses outcomes on its bad draws (missing not at random)
+    declare: bool = False  # the cell declares the scale's bounds, as a user's --bounds does
+    fixed_shift: float | None = None  # an extra alternative at this latent shift (phase fixed)
+    mirror: bool = False  # and one at −fixed_shift (phase mirror)
+    plan_step: float | None = None  # a planner cell on a concentrated model: the effect's step
+
+    @property
+    def named_groups(self) -> bool:
+        return self.groups > 0
+
+    @property
+    def clustered(self) -> bool:
+        """Items fall into groups (of 5, or named groups of `groups`)."""
+        return self.grouped or self.named_groups
 
     @property
     def id(self) -> str:
         if self.model == "robustness":
             return f"robustness/cases{self.n}"
+        if self.model in SCHEME_MODELS:
+            return f"{self.model}/n{self.n}"
         if self.plan:  # n is the pilot's; the planned n is an outcome
-            goal = (
-                f"effect{self.plan_effect:g}" if self.margin is None else f"margin{self.margin:g}"
-            )
+            if self.plan_step is not None:
+                goal = "flip" if math.isinf(self.plan_step) else f"step{self.plan_step:g}"
+            elif self.margin is None:
+                goal = f"effect{self.plan_effect:g}"
+            else:
+                goal = f"margin{self.margin:g}"
             return "/".join(
                 [
                     "plan",
@@ -90,6 +135,8 @@ class Cell:
         parts = [self.model, f"n{self.n}", f"e{self.epochs}"]
         if self.grouped:
             parts.append("grouped")
+        if self.named_groups:
+            parts.append(f"groups{self.groups}")
         if self.treatments > 1:
             parts.append(f"k{self.treatments}")
         if self.interval != "auto":
@@ -98,6 +145,8 @@ class Cell:
             parts.append(f"margin{self.margin:g}")
         if self.dropped_epochs:
             parts.append(f"dropped{self.dropped_epochs:g}")
+        if self.mnar:
+            parts.append(f"mnar{self.mnar}")
         return "/".join(parts)
 
     @property
@@ -111,6 +160,8 @@ class Cell:
         """Relative run time, to start the longest cells first."""
         if self.model == "robustness":
             return 0.3
+        if self.model in SCHEME_MODELS:
+            return 0.5 + self.n / 50.0
         if self.plan:
             return 4.0
         rows = self.n * self.epochs
@@ -130,7 +181,41 @@ class Settings:
     confidence_level: float = 0.95
 
 
+def family_grid() -> list[Cell]:
+    """The families group (run by --full, and alone by --group families)."""
+    cells = [
+        Cell(f"skewed-s{s:g}", n, declare=True, fixed_shift=SKEWED_STEP, mirror=True)
+        for s in SKEWED_SHARES for n in SKEWED_NS
+    ]  # fmt: skip
+    cells += [Cell("bimodal", n, declare=True) for n in BIMODAL_NS]
+    cells += [
+        Cell(k, n, declare=True, fixed_shift=math.log(HEAVY_GAIN))
+        for k in ("heavy-capped", "heavy") for n in HEAVY_NS
+    ]  # fmt: skip
+    cells += [
+        Cell(k, n, declare=True, mnar=arm) for k in MNAR_KINDS for n in MNAR_NS for arm in "TC"
+    ]
+    cells += [Cell(k, n, 3, groups=g, declare=True) for k, n, g in NAMED_GROUP_CELLS]
+    cells += [Cell(k, n, 3, groups=g, declare=True, margin=m) for k, n, g, m in NAMED_GROUP_MARGINS]
+    cells += [Cell(m, n) for m in SCHEME_MODELS for n in SCHEME_NS]
+    cells += [
+        Cell(k, PLAN_PILOT, plan=True, plan_step=step, declare=True)
+        for k, step in CONCENTRATED_PLANS
+    ]
+    return cells
+
+
+def is_family(cell: Cell) -> bool:
+    """Whether the cell belongs to the families group (every phase at `reps_null` reps)."""
+    return cell.id in _FAMILY_IDS
+
+
 def full_grid() -> list[Cell]:
+    return core_grid() + family_grid()
+
+
+def core_grid() -> list[Cell]:
+    """The grid the harness was built around: its own models and the engine's options."""
     cells = [Cell(kind, n, e) for kind in KINDS for n in NS for e in EPOCHS]
     cells += [
         Cell(k, n, e, grouped=True) for k in GROUPED_KINDS for n in GROUPED_NS for e in EPOCHS
@@ -184,13 +269,28 @@ REDUCED_IDS = (
     "binary-p0.70/n200/e1/margin0.05",
     "plan/continuous/e1/effect0.03",
 )
+# a few of the families group (`make test`; ~30 s on 2 cores at the reduced reps)
+REDUCED_FAMILY_IDS = (
+    "skewed-s0.15/n200/e1",
+    "bimodal/n60/e1",
+    "heavy/n30/e1",
+    "continuous/n200/e1/mnarT",
+    "continuous/n100/e3/groups10",
+    "rubric/n10",
+    "objective/n30",
+    "plan/conc-continuous/e1/step0.4",
+)
 
 
 def reduced_grid() -> list[Cell]:
     """A representative subset: every kind, both epochs, small and large n, grouped, rare, the gate
-    and judge-failure variants, K = 3 and robustness."""
+    and judge-failure variants, K = 3 and robustness; and a few of the families group."""
     by_id = {c.id: c for c in full_grid()}
-    return [by_id[i] for i in REDUCED_IDS]
+    return [by_id[i] for i in (*REDUCED_IDS, *REDUCED_FAMILY_IDS)]
+
+
+GROUPS = {"core": core_grid, "families": family_grid}
+_FAMILY_IDS = frozenset(c.id for c in family_grid())
 
 
 REDUCED_SETTINGS = Settings(reps_null=300, reps_alt=300)

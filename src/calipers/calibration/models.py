@@ -10,10 +10,18 @@ The estimand is the mean over the item population (Miller 2024), E[h(Z + shift)]
 and h(z) an item's expected outcome per draw, integrated on a fine grid: the trapezoid rule over
 ±10 sd with step 0.005, exact to ~1e-12 for these smooth integrands (tests/test_calibration.py
 checks every truth against a 10⁶-item Monte Carlo of the same model).
+
+The families the harness was not built around (docs/calibration.md, "Families"): skewed scores
+with an effect on a share of the items (`Concentrated` over `BetaClip`; also the planner's
+concentrated effects), scores with mass at both bounds (`Bimodal`: its truth by adaptive quadrature
+between the kinks), heavy tails (`LogNormal`, capped or not: closed form). Each model also says
+what its scale's bounds are and whether the scheme declares them unasked (`bounds`,
+`scheme_declares`).
 """
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -65,6 +73,17 @@ class Latent(ABC):
     def mean(self, shift: float = 0.0) -> float:
         return population_mean(self.expected, shift)
 
+    def expected_step(self, z: FloatArray, step: float) -> FloatArray:
+        """An item's expected outcome when the treatment moves it by `step` (on the scale the
+        latent's own parameters live on: the logit, the score)."""
+        raise NotImplementedError(f"{type(self).__name__} has no step")
+
+    def draw_step(
+        self, z: FloatArray, step: FloatArray, epochs: int, rng: np.random.Generator
+    ) -> FloatArray:
+        """Outcomes, items × epochs, each item moved by its `step`."""
+        raise NotImplementedError(f"{type(self).__name__} has no step")
+
 
 @dataclass(frozen=True)
 class Logit(Latent):
@@ -79,6 +98,17 @@ class Logit(Latent):
 
     def draw(self, z: FloatArray, epochs: int, rng: np.random.Generator) -> FloatArray:
         p = self.expected(z)[:, None]
+        passed = rng.binomial(self.trials, np.broadcast_to(p, (z.size, epochs)))
+        return np.asarray(passed, dtype=np.float64) / self.trials
+
+    def expected_step(self, z: FloatArray, step: float) -> FloatArray:
+        """An item's pass rate when its logit moves by `step` (inf: it always passes)."""
+        return np.asarray(special.expit(self.loc + self.scale * z + step), dtype=np.float64)
+
+    def draw_step(
+        self, z: FloatArray, step: FloatArray, epochs: int, rng: np.random.Generator
+    ) -> FloatArray:
+        p = np.asarray(special.expit(self.loc + self.scale * z + step))[:, None]
         passed = rng.binomial(self.trials, np.broadcast_to(p, (z.size, epochs)))
         return np.asarray(passed, dtype=np.float64) / self.trials
 
@@ -107,6 +137,18 @@ def _pdf(x: FloatArray) -> FloatArray:
     return np.asarray(np.exp(-0.5 * x * x) / np.sqrt(2.0 * np.pi), dtype=np.float64)
 
 
+def clipped_normal_mean(m: FloatArray, s: float, low: float = 0.0, high: float = 1.0) -> FloatArray:
+    """E[clip(Y, low, high)], Y ~ N(m, s²): high·P(Y > high) + low·P(Y < low) + m·P(low < Y <
+    high) + s·(φ(α) − φ(β)), α = (low − m)/s, β = (high − m)/s."""
+    alpha, beta = (low - m) / s, (high - m) / s
+    inside = special.ndtr(beta) - special.ndtr(alpha)
+    return np.asarray(
+        high * (1.0 - special.ndtr(beta)) + low * special.ndtr(alpha) + m * inside
+        + s * (_pdf(alpha) - _pdf(beta)),
+        dtype=np.float64,
+    )  # fmt: skip
+
+
 @dataclass(frozen=True)
 class BetaClip(Latent):
     """A skewed [0, 1] metric: item mean m = Beta(a, b) quantile of Φ(z) (a Gaussian copula), a
@@ -120,20 +162,97 @@ class BetaClip(Latent):
         return np.asarray(special.betaincinv(self.a, self.b, special.ndtr(z)), dtype=np.float64)
 
     def expected(self, z: FloatArray) -> FloatArray:
-        # E[clip(Y, 0, 1)], Y ~ N(m, s): P(Y > 1) + m·P(0 < Y < 1) + s·(φ(α) − φ(β))
-        m, s = self.item_mean(z), self.noise
-        alpha, beta = -m / s, (1.0 - m) / s
-        inside = special.ndtr(beta) - special.ndtr(alpha)
-        return np.asarray(
-            1.0 - special.ndtr(beta) + m * inside + s * (_pdf(alpha) - _pdf(beta)), dtype=np.float64
-        )
+        return clipped_normal_mean(self.item_mean(z), self.noise)
 
     def draw(self, z: FloatArray, epochs: int, rng: np.random.Generator) -> FloatArray:
-        m = self.item_mean(z)[:, None]
+        return self.draw_step(z, np.zeros(z.size), epochs, rng)
+
+    def expected_step(self, z: FloatArray, step: float) -> FloatArray:
+        """An item's expected draw when its score moves by `step` before the clipping."""
+        return clipped_normal_mean(self.item_mean(z) + step, self.noise)
+
+    def draw_step(
+        self, z: FloatArray, step: FloatArray, epochs: int, rng: np.random.Generator
+    ) -> FloatArray:
+        m = (self.item_mean(z) + step)[:, None]
         return np.asarray(
             np.clip(m + self.noise * rng.standard_normal((z.size, epochs)), 0.0, 1.0),
             dtype=np.float64,
         )
+
+
+@dataclass(frozen=True)
+class Bimodal(Latent):
+    """Scores with mass at both bounds: an item's level m = clip((Φ(z) − low)/(1 − low − high),
+    0, 1) — 0 for a share `low` of the items, 1 for a share `high`, uniform on (0, 1) for the
+    rest — and a draw clip(m + N(0, noise), 0, 1). A shift of z moves items up the mixture."""
+
+    low: float = 0.4
+    high: float = 0.5
+    noise: float = 0.1
+
+    def item_level(self, z: FloatArray) -> FloatArray:
+        u = special.ndtr(z)
+        return np.asarray(np.clip((u - self.low) / (1.0 - self.low - self.high), 0.0, 1.0))
+
+    def mean(self, shift: float = 0.0) -> float:
+        """E[h(Z + shift)] in three pieces, since h has kinks where the level leaves 0 and
+        reaches 1: the items at 0 and at 1 (constant h) in closed form, the others by adaptive
+        quadrature (the trapezoid rule over the kinks is off by ~2e-6)."""
+        from scipy import integrate
+
+        z0 = float(special.ndtri(self.low)) - shift
+        z1 = float(special.ndtri(1.0 - self.high)) - shift
+        ends = clipped_normal_mean(np.array([0.0, 1.0]), self.noise)
+        middle, _ = integrate.quad(
+            lambda z: float(self.expected(np.array([z + shift]))[0] * _pdf(np.array([z]))[0]),
+            z0, z1, epsabs=1e-13, epsrel=1e-12,
+        )  # fmt: skip
+        return float(special.ndtr(z0) * ends[0] + special.ndtr(-z1) * ends[1] + middle)
+
+    def expected(self, z: FloatArray) -> FloatArray:
+        return clipped_normal_mean(self.item_level(z), self.noise)
+
+    def draw(self, z: FloatArray, epochs: int, rng: np.random.Generator) -> FloatArray:
+        m = self.item_level(z)[:, None]
+        return np.asarray(
+            np.clip(m + self.noise * rng.standard_normal((z.size, epochs)), 0.0, 1.0),
+            dtype=np.float64,
+        )
+
+
+@dataclass(frozen=True)
+class LogNormal(Latent):
+    """A heavy-tailed positive score: a draw exp(mu + item·z + noise·ε), ε ~ N(0, 1) per draw (log
+    sd √(item² + noise²) over items and draws), capped at `cap` when one is given: min(x, cap).
+    A shift s of z multiplies every score by exp(item·s) (before the cap)."""
+
+    mu: float = 0.0
+    item: float = 1.0
+    noise: float = 0.6633249580710799  # √(1.2² − 1): log sd 1.2 in all
+    cap: float | None = None
+
+    @property
+    def sigma(self) -> float:
+        return math.hypot(self.item, self.noise)
+
+    def expected(self, z: FloatArray) -> FloatArray:
+        # log x ~ N(m, s²) given z: E[x] = exp(m + s²/2); E[min(x, c)] = exp(m + s²/2)·Φ((ln c −
+        # m − s²)/s) + c·(1 − Φ((ln c − m)/s))
+        m, s = self.mu + self.item * z, self.noise
+        full = np.exp(m + 0.5 * s * s)
+        if self.cap is None:
+            return np.asarray(full, dtype=np.float64)
+        log_cap = math.log(self.cap)
+        below = full * special.ndtr((log_cap - m - s * s) / s)
+        return np.asarray(below + self.cap * special.ndtr((m - log_cap) / s), dtype=np.float64)
+
+    def draw(self, z: FloatArray, epochs: int, rng: np.random.Generator) -> FloatArray:
+        m = (self.mu + self.item * z)[:, None]
+        x = np.exp(m + self.noise * rng.standard_normal((z.size, epochs)))
+        if self.cap is not None:
+            x = np.minimum(x, self.cap)
+        return np.asarray(x, dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -159,6 +278,11 @@ class Model(ABC):
     gated: bool
     dims: int  # latent dimensions per item
     description: str
+    # The composite's true scale (None: unbounded), and whether the scheme declares it without
+    # being told (0/1 values, layers on 1–5); otherwise only a cell that declares bounds (as a
+    # user's --bounds does) passes it to the engine.
+    bounds: tuple[float, float] | None
+    scheme_declares: bool
 
     @abstractmethod
     def draw(
@@ -186,6 +310,8 @@ class Metric(Model):
 
     latent: Latent
     description: str = ""
+    bounds: tuple[float, float] | None = (0.0, 1.0)
+    scheme_declares: bool = False
     components: tuple[str, ...] = ("value",)
     gated: bool = False
     dims: int = 1
@@ -208,6 +334,8 @@ class Layered(Model):
     behavior: Logit
     judge: Judge
     description: str = ""
+    bounds: tuple[float, float] | None = (1.0, 5.0)
+    scheme_declares: bool = True  # the layered scheme: every layer lies on 1–5
     components: tuple[str, ...] = ("fact", "behavior", "judge")
     gated: bool = True
     dims: int = 3
@@ -247,6 +375,40 @@ class Layered(Model):
         return _layered
 
 
+@dataclass(frozen=True)
+class Concentrated(Model):
+    """An effect on a share of the items: the control draws every item from `latent`; a
+    treatment with shift δ moves the items whose second latent has Φ(z₁) < `share` by δ (on the
+    latent's own step scale: the score before clipping for BetaClip, the logit for Logit, where
+    δ = inf means the item always passes) and leaves the others as they are. Which items move
+    is independent of how good they are, so an arm's truth is (1 − share)·E[h₀] + share·E[h_δ]."""
+
+    latent: Latent
+    share: float
+    description: str = ""
+    bounds: tuple[float, float] | None = (0.0, 1.0)
+    scheme_declares: bool = False
+    components: tuple[str, ...] = ("value",)
+    gated: bool = False
+    dims: int = 2
+
+    def moved(self, z: FloatArray) -> npt.NDArray[np.bool_]:
+        return np.asarray(special.ndtr(z[1]) < self.share)
+
+    def draw(
+        self, z: FloatArray, shift: float, epochs: int, rng: np.random.Generator, failed: int
+    ) -> Arm:
+        step = np.where(self.moved(z), shift, 0.0) if shift else np.zeros(z.shape[1])
+        return Arm({"value": self.latent.draw_step(z[0], step, epochs, rng).ravel()}, {})
+
+    def arm_truth(self, shift: float, failure: float = 0.0) -> float:
+        base = self.latent.mean(0.0)
+        if not shift:
+            return base
+        moved = population_mean(lambda z: self.latent.expected_step(z, shift))
+        return (1.0 - self.share) * base + self.share * moved
+
+
 def logit_for_mean(mean: float, scale: float) -> float:
     """The location whose logit-normal(loc, scale) population mean is `mean`."""
     return bisect(lambda loc: Logit(loc, scale).mean(), mean, -30.0, 30.0)
@@ -270,20 +432,55 @@ def pass_truth(m: Model, kind: str, k: int, shift: float = 0.0) -> float | None:
     return population_mean(lambda z: p(z) ** k, shift)
 
 
+SKEWED = BetaClip(a=5.0, b=2.0, noise=0.05)  # item scores ~ Beta(5, 2), + N(0, 0.05), clipped
+HEAVY_CAP = 20.0
+CONCENTRATED_CONTINUOUS_SHARE = 0.1
+CONCENTRATED_BINARY_SHARE = 0.12
+
+
 def model(name: str) -> Model:
     """The models of the grid by name (see docs/calibration.md for their parameters)."""
     if name.startswith("binary-p"):
         p = float(name.removeprefix("binary-p"))
-        return Metric(Logit(float(special.logit(p))), f"pass/fail, item logit ~ N(logit {p}, 1)")
+        return Metric(
+            Logit(float(special.logit(p))), f"pass/fail, item logit ~ N(logit {p}, 1)",
+            scheme_declares=True,
+        )  # fmt: skip
     if name == "judge":
-        return Metric(Judge(), "1–5 judge, q ~ N(3.6, 0.8), score round(q + N(0, 0.5))")
+        return Metric(
+            Judge(), "1–5 judge, q ~ N(3.6, 0.8), score round(q + N(0, 0.5))", bounds=(1.0, 5.0)
+        )
     if name == "continuous":
         return Metric(BetaClip(), "[0, 1] metric, item mean ~ Beta(2, 5), + N(0, 0.1) clipped")
     if name == "rare":
         loc = logit_for_mean(RARE_MEAN, RARE_SCALE)
         return Metric(
-            Logit(loc, RARE_SCALE), f"pass/fail {RARE_MEAN} vs {RARE_TREATED}, shared latent"
+            Logit(loc, RARE_SCALE), f"pass/fail {RARE_MEAN} vs {RARE_TREATED}, shared latent",
+            scheme_declares=True,
+        )  # fmt: skip
+    if name.startswith("skewed-s"):
+        share = float(name.removeprefix("skewed-s"))
+        return Concentrated(
+            SKEWED, share, f"[0, 1] ~ Beta(5, 2) + N(0, 0.05); a step on {share:.0%} of items"
         )
+    if name == "bimodal":
+        return Metric(Bimodal(), "[0, 1] scores at 0 (40%), 1 (50%) or uniform, + N(0, 0.1)")
+    if name == "heavy-capped":
+        return Metric(
+            LogNormal(cap=HEAVY_CAP), f"lognormal (log sd 1.2) capped at {HEAVY_CAP:g}",
+            bounds=(0.0, HEAVY_CAP),
+        )  # fmt: skip
+    if name == "heavy":
+        return Metric(LogNormal(), "lognormal (log sd 1.2), unbounded", bounds=None)
+    if name == "conc-continuous":
+        share = CONCENTRATED_CONTINUOUS_SHARE
+        return Concentrated(BetaClip(), share, f"continuous; a step on {share:.0%} of items")
+    if name == "conc-binary-p0.70":
+        share = CONCENTRATED_BINARY_SHARE
+        return Concentrated(
+            Logit(float(special.logit(0.7))), share,
+            f"pass/fail 0.7; {share:.0%} of items always pass", scheme_declares=True,
+        )  # fmt: skip
     fact = Logit(float(special.logit(FACT_P)), 1.0, trials=4)
     behavior = Logit(float(special.logit(BEHAVIOR_P)), 1.0, trials=3)
     if name in ("layered", "layered-judgefail"):

@@ -5,7 +5,11 @@ phase])`, so its figures depend on neither the grid it is part of nor the worker
 
     null   both arms the same system; every interval, the verdict rates, the MDE of each pair
     mde    the treatment shifted so that the true difference is the median reported MDE
-    fixed  the treatment shifted to a fixed true difference (rare discordance: +0.02)
+    fixed  the treatment shifted to a fixed true difference (rare discordance: +0.02), or by a
+           fixed latent shift (`Cell.fixed_shift`: a step on a share of items, scores × 1.3)
+    mirror the treatment shifted by −fixed_shift (a few items harmed)
+
+Cells of the families group (`grid.family_grid`) run every phase at `Settings.reps_null` reps.
 """
 
 from __future__ import annotations
@@ -21,12 +25,19 @@ from typing import Any
 
 import numpy as np
 
-from calipers.calibration import engine, models, robust
-from calipers.calibration.grid import PLAN_POWER, Cell, Settings
-from calipers.calibration.simulate import experiment, failed_rows
+from calipers.calibration import engine, models, robust, schemes
+from calipers.calibration.grid import PLAN_POWER, Cell, Settings, is_family
+from calipers.calibration.simulate import (
+    GROUP_CORRELATION,
+    GROUP_SIZE,
+    NAMED_GROUP_CORRELATION,
+    experiment,
+    failed_rows,
+)
 from calipers.verdicts import planning
 
-PHASES = ("null", "mde", "fixed", "margin", "pilot", "plan")
+# appended, never reordered: a phase's index seeds its generator
+PHASES = ("null", "mde", "fixed", "margin", "pilot", "plan", "mirror")
 RUNS = ("A", "B", "C", "D")
 
 
@@ -44,6 +55,9 @@ class Phase:
     pairs: int = 0
     significant_up: int = 0
     significant_down: int = 0
+    progress_up: int = 0  # significant and positive, and the pair's verdict PROGRESS
+    scale_read: int = 0  # reps of an unbounded metric where the verdict used a scale's width
+    bounds_given: int = 0  # pairs with worst/best-case bounds over missing outcomes
     error_sum: float = 0.0  # Σ (difference estimate − truth)
     error_n: int = 0
     mdes: list[float] = field(default_factory=list)
@@ -61,12 +75,16 @@ class Phase:
             tally["reported"] += 1
             tally["covered"] += int(interval.covers(truth))
 
-    def pair(self, pair: engine.PairOutcome) -> None:
+    def pair(self, pair: engine.PairOutcome, *, missing: bool = False) -> None:
+        """One pair's figures. `missing` (cells whose outcomes go missing): the difference's
+        interval is the one the report shows — the worst/best-case bounds when the engine gives
+        them, else the complete-case interval — and the complete-case one is kept beside it."""
         self.pairs += 1
         estimate = pair.composite.estimate
         if pair.significant and estimate is not None:
             self.significant_up += int(estimate > 0)
             self.significant_down += int(estimate < 0)
+            self.progress_up += int(estimate > 0 and pair.verdict == "PROGRESS")
         if estimate is not None and self.truth_diff is not None:
             self.error_sum += estimate - self.truth_diff
             self.error_n += 1
@@ -75,7 +93,15 @@ class Phase:
         if pair.margin_decision is not None:
             self.decisions[pair.margin_decision] = self.decisions.get(pair.margin_decision, 0) + 1
         if self.truth_diff is not None:
-            self.interval("diff", pair.composite, self.truth_diff)
+            bounds = pair.bounds
+            self.bounds_given += int(bounds is not None)
+            if missing:
+                self.interval("diff", bounds or pair.composite, self.truth_diff)
+                self.interval("diff complete-case", pair.composite, self.truth_diff)
+            else:
+                self.interval("diff", pair.composite, self.truth_diff)
+                if bounds is not None:
+                    self.interval("diff bounds", bounds, self.truth_diff)
 
     def estimate(self, name: str, interval: engine.Interval, truth: float) -> None:
         """An interval with its estimate's error (pass@k, pass^k of a run)."""
@@ -141,18 +167,22 @@ def _paired_phase(
         {r: model.arm_truth(shifts[r], realized[r]) for r in runs},
     )
     rng = _phase_rng(settings, cell, name)
+    lose = {"T": "B", "C": "A"}.get(cell.mnar)
     for _ in range(reps):
         seed = int(rng.integers(0, 2**31 - 1))
         staged = experiment(
             model,
             n=cell.n,
             epochs=cell.epochs,
-            grouped=cell.grouped,
+            grouped=cell.clustered,
             shifts=shifts,
             failure=failure,
             rng=rng,
             dropped=cell.dropped_epochs,
-        ).staged()
+            group_size=cell.groups or GROUP_SIZE,
+            correlation=NAMED_GROUP_CORRELATION if cell.named_groups else GROUP_CORRELATION,
+            lose=lose,
+        ).staged(bounds=declared_bounds(cell, model))
         try:
             outcome = engine.compare(
                 staged,
@@ -163,32 +193,64 @@ def _paired_phase(
                 n_resamples=settings.n_resamples,
                 seed=seed,
                 margin=cell.margin,
+                default_cluster=cell.named_groups,
             )
-            summaries = {
-                r: engine.summarize(
-                    staged,
-                    r,
-                    grouped=cell.grouped,
-                    method=cell.interval,
-                    confidence_level=settings.confidence_level,
-                    n_resamples=settings.n_resamples,
-                    seed=seed,
-                )
-                for r in runs
-            }
         except Exception as exc:  # a crash is a finding, counted and reported, not fatal
             phase.failed(exc)
             continue
-        for run, interval in summaries.items():
-            phase.interval(f"run {run}", interval, phase.truth_runs[run])
+        for run in runs:
+            phase.interval(f"run {run}", outcome.runs[run], phase.truth_runs[run])
+        if model.bounds is None and outcome.span is not None:  # read from the observed range
+            phase.scale_read += 1
         # pass@k is measured where every item has its epochs: with epochs dropped on the weaker
         # items, the reps where every item kept k of them are a selection of stronger item sets
         if not cell.dropped_epochs:
             for name, (interval, truth) in _repeats(staged, model, shifts, settings).items():
                 phase.estimate(name, interval, truth)
         for pair in outcome.pairs:
-            phase.pair(pair)
+            phase.pair(pair, missing=bool(cell.mnar))
         phase.verdicts[outcome.verdict] = phase.verdicts.get(outcome.verdict, 0) + 1
+    return phase
+
+
+def declared_bounds(cell: Cell, model: models.Model) -> tuple[float, float] | None:
+    """The bounds the engine is given: the scale's, when the scheme declares them itself (0/1
+    outcomes, layers on 1–5) or the cell declares them (as --bounds does); else none."""
+    return model.bounds if (model.scheme_declares or cell.declare) else None
+
+
+def _scheme_phase(cell: Cell, name: str, shift: float, reps: int, settings: Settings) -> Phase:
+    """A rubric cell: the run's interval (the null phase only); an objective cell: the net
+    gain's interval under the null and at a shift, and how often the seed's rule promotes."""
+    rng = _phase_rng(settings, cell, name)
+    level, resamples = settings.confidence_level, settings.n_resamples
+    if cell.model == "rubric":
+        phase = Phase(name, reps, shift, None, {"A": schemes.rubric_truth()})
+    else:
+        truth = schemes.objective_truth(shift) - schemes.objective_truth(0.0)
+        phase = Phase(name, reps, shift, truth, {})
+    for _ in range(reps):
+        seed = int(rng.integers(0, 2**31 - 1))
+        try:
+            if cell.model == "rubric":
+                run = schemes.rubric_interval(
+                    schemes.rubric_samples(rng, cell.n), seed=seed, confidence_level=level,
+                    n_resamples=resamples,
+                )  # fmt: skip
+                phase.interval("run A", run, phase.truth_runs["A"])
+                continue
+            baseline, candidate = schemes.objective_pair(rng, cell.n, shift)
+            found = schemes.objective_compare(
+                baseline, candidate, seed=seed, confidence_level=level, n_resamples=resamples
+            )
+        except Exception as exc:  # as in _paired_phase: counted and reported
+            phase.failed(exc)
+            continue
+        assert phase.truth_diff is not None
+        phase.pairs += 1
+        phase.interval("diff", found.net_gain, phase.truth_diff)
+        verdict = "promote" if found.promote else found.verdict
+        phase.verdicts[verdict] = phase.verdicts.get(verdict, 0) + 1
     return phase
 
 
@@ -255,31 +317,42 @@ def _plan_phase(cell: Cell, model: models.Model, settings: Settings) -> Phase:
         shifts={"A": 0.0, "B": 0.0},
         failure={},
         rng=_phase_rng(settings, cell, "pilot"),
-    ).staged()
+    ).staged(bounds=declared_bounds(cell, model))
     design = planning.Design.from_runs(
         pilot, "A", "B", cluster="group" if cell.grouped else "sample_id", scale=1.0
     )
+    shift = 0.0
+    effect = cell.plan_effect
+    share = None
+    if cell.plan_step is not None:  # an effect on a share of the items (models.Concentrated)
+        assert isinstance(model, models.Concentrated)
+        shift, share = cell.plan_step, model.share
+        effect = model.diff_truth(shift)
+    elif effect is not None:
+        found = models.shift_for(model, effect)
+        assert found is not None
+        shift = found
     goal = planning.Goal(
-        effect=cell.plan_effect,
+        effect=effect,
         margin=cell.margin,
         power=PLAN_POWER,
         alpha=1.0 - settings.confidence_level,
     )
-    planned = planning.plan(design, goal)
+    made = engine.plan(design, goal, share)
+    planned = made.plan
     assert planned.items is not None
     items = planned.items + (-planned.items % 5 if cell.grouped else 0)  # whole groups of 5
-    shift = 0.0
-    if cell.plan_effect is not None:
-        found = models.shift_for(model, cell.plan_effect)
-        assert found is not None
-        shift = found
     # as many reps as a null phase: the promise is checked to ± 3 points
     phase = _paired_phase(
         replace(cell, n=items), model, "plan", shift, settings.reps_null, settings
     )
-    promised = planning.power_at(design, goal, items // design.cluster_size)
+    if items == planned.items and planned.power is not None:
+        promised = float(planned.power)
+    else:
+        promised = made.power_at(items // design.cluster_size)
     phase.planned = {"items": items, "units": planned.units, "power": promised,
-                     "formula": planned.formula, "source": design.source}  # fmt: skip
+                     "formula": planned.formula, "source": design.source, "effect": effect,
+                     "effect_share": share, "share_passed": made.share_passed}  # fmt: skip
     return phase
 
 
@@ -290,8 +363,13 @@ def run_cell(cell: Cell, settings: Settings) -> CellOutcome:
     if cell.plan:
         phases = [_plan_phase(cell, models.model(cell.model), settings)]
         return CellOutcome(cell, settings.seed, phases, None, notes, time.perf_counter() - start)
+    reps_alt = settings.reps_null if is_family(cell) else settings.reps_alt
     if cell.model == "robustness":
         phases = [_robustness_phase(cell, settings.reps_null, settings)]
+    elif cell.model in ("rubric", "objective"):
+        phases = [_scheme_phase(cell, "null", 0.0, settings.reps_null, settings)]
+        if cell.model == "objective":
+            phases.append(_scheme_phase(cell, "fixed", schemes.OBJECTIVE_SHIFT, reps_alt, settings))
     else:
         model = models.model(cell.model)
         null = _paired_phase(cell, model, "null", 0.0, settings.reps_null, settings)
@@ -302,11 +380,14 @@ def run_cell(cell: Cell, settings: Settings) -> CellOutcome:
         if cell.margin is not None:
             # the null (false "inferior") and a true drop of exactly the margin (false
             # "non-inferior"); power and detection are the plain cells' business
-            shift = models.shift_for(model, -cell.margin, failure)
-            assert shift is not None
-            phases.append(_paired_phase(cell, model, "margin", shift, settings.reps_alt, settings))
+            edge = models.shift_for(model, -cell.margin, failure)
+            assert edge is not None
+            phases.append(_paired_phase(cell, model, "margin", edge, reps_alt, settings))
             return CellOutcome(cell, settings.seed, phases, mde, notes, time.perf_counter() - start)
-        if mde is not None and math.isinf(mde):
+        if cell.mnar:
+            notes.append("detection skipped: missing-outcome cells measure the null")
+            mde = None
+        elif mde is not None and math.isinf(mde):
             notes.append("detection skipped: the engine reports that no difference is detectable")
             mde = None
         elif mde is None:
@@ -315,19 +396,24 @@ def run_cell(cell: Cell, settings: Settings) -> CellOutcome:
             notes.append("detection skipped: the median MDE is 0")
         else:
             # +MDE, or −MDE when no system of this kind is that much better (near a bound)
-            shift = models.shift_for(model, mde, failure)
-            if shift is None:
-                shift = models.shift_for(model, -mde, failure)
-                if shift is not None:
+            at = models.shift_for(model, mde, failure)
+            if at is None:
+                at = models.shift_for(model, -mde, failure)
+                if at is not None:
                     notes.append(f"detection at −MDE: no system is {mde:.3g} better")
-            if shift is None:
+            if at is None:
                 notes.append(f"detection skipped: the MDE {mde:.3g} is out of reach both ways")
             else:
-                phases.append(_paired_phase(cell, model, "mde", shift, settings.reps_alt, settings))
+                phases.append(_paired_phase(cell, model, "mde", at, reps_alt, settings))
         if cell.fixed_diff is not None:
-            shift = models.shift_for(model, cell.fixed_diff, failure)
-            assert shift is not None
-            phases.append(_paired_phase(cell, model, "fixed", shift, settings.reps_alt, settings))
+            fixed = models.shift_for(model, cell.fixed_diff, failure)
+            assert fixed is not None
+            phases.append(_paired_phase(cell, model, "fixed", fixed, reps_alt, settings))
+        if cell.fixed_shift is not None:
+            step = cell.fixed_shift
+            phases.append(_paired_phase(cell, model, "fixed", step, reps_alt, settings))
+            if cell.mirror:
+                phases.append(_paired_phase(cell, model, "mirror", -step, reps_alt, settings))
     return CellOutcome(cell, settings.seed, phases, mde, notes, time.perf_counter() - start)
 
 

@@ -4,29 +4,64 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from calipers.calibration.models import Arm, FloatArray, Logit, Metric, Model
+from calipers.calibration.models import Arm, BetaClip, FloatArray, Logit, Metric, Model
 from calipers.verdicts.persample import RunArrays, StagedScores, dense_sorted
 
 GROUP_SIZE = 5
 GROUP_CORRELATION = 0.3
+# Named groups (`Cell.groups`): larger groups with a strong shared effect, and no cluster option
+NAMED_GROUP_CORRELATION = 0.5
+# Outcome-dependent missingness (`Cell.mnar`): an arm's outcome is lost with this probability on
+# its own bad draws (a failure; a score below the item's median) and on the others
+MNAR_BAD, MNAR_GOOD = 0.30, 0.03
 
 
-def latents(rng: np.random.Generator, dims: int, n: int, grouped: bool) -> FloatArray:
-    """Standard-normal item latents, dims × n; with groups of GROUP_SIZE items sharing a share
-    GROUP_CORRELATION of the variance."""
+def latents(
+    rng: np.random.Generator,
+    dims: int,
+    n: int,
+    grouped: bool,
+    group_size: int = GROUP_SIZE,
+    correlation: float = GROUP_CORRELATION,
+) -> FloatArray:
+    """Standard-normal item latents, dims × n; with groups of `group_size` items sharing a share
+    `correlation` of the variance."""
     u = rng.standard_normal((dims, n))
     if not grouped:
         return u
-    g = rng.standard_normal((dims, -(-n // GROUP_SIZE)))
-    share = np.sqrt(GROUP_CORRELATION)
-    z = share * g[:, np.arange(n) // GROUP_SIZE] + np.sqrt(1.0 - GROUP_CORRELATION) * u
+    g = rng.standard_normal((dims, -(-n // group_size)))
+    share = np.sqrt(correlation)
+    z = share * g[:, np.arange(n) // group_size] + np.sqrt(1.0 - correlation) * u
     return np.asarray(z, dtype=np.float64)
+
+
+def bad_draws(model: Model, z: FloatArray, shift: float, values: FloatArray) -> FloatArray:
+    """Per row (item-major), whether the draw is bad for its item: a failure (pass/fail), or a
+    score below the item's median (a [0, 1] metric: its level before the noise)."""
+    if isinstance(model, Metric) and isinstance(model.latent, Logit):
+        return np.asarray(values < 0.5)
+    if isinstance(model, Metric) and isinstance(model.latent, BetaClip):
+        epochs = values.size // z.shape[1]
+        median = np.repeat(model.latent.item_mean(z[0] + shift), epochs)
+        return np.asarray(values < median)
+    raise ValueError(f"no bad draws defined for {model.description or type(model).__name__}")
+
+
+def lose_outcomes(
+    rng: np.random.Generator, model: Model, z: FloatArray, shift: float, arm: Arm
+) -> Arm:
+    """The arm with outcomes lost (NaN) with probability MNAR_BAD on its bad draws and MNAR_GOOD
+    on the others: missing not at random, as when a system errors on the items it does worst."""
+    values = arm.values["value"]
+    p = np.where(bad_draws(model, z, shift, values), MNAR_BAD, MNAR_GOOD)
+    lost = rng.random(values.size) < p
+    return Arm({"value": np.where(lost, np.nan, values)}, arm.judges)
 
 
 def kept_epochs(
@@ -58,11 +93,14 @@ class Experiment:
     grouped: bool
     arms: dict[str, Arm]
     kept: dict[str, npt.NDArray[np.bool_]] | None = None  # rows each arm scored (None: all)
+    group_size: int = GROUP_SIZE
 
-    def staged(self) -> StagedScores:
+    def staged(self, bounds: tuple[float, float] | None = None) -> StagedScores:
+        """The arms as the engine stages them; `bounds`: the scale's declared bounds (by the
+        scheme, or by the user's --bounds), None for none declared."""
         sid = np.repeat(np.arange(self.n, dtype=np.int64), self.epochs)
         epoch = np.tile(np.arange(self.epochs, dtype=np.int64), self.n)
-        group = sid // GROUP_SIZE if self.grouped else None
+        group = sid // self.group_size if self.grouped else None
         runs = {}
         for run, arm in self.arms.items():
             k = slice(None) if self.kept is None else self.kept[run]
@@ -79,6 +117,9 @@ class Experiment:
                 group=group[k] if group is not None else None,
             )
         combine = self.model.combine
+        extra: dict[str, Any] = {}
+        if bounds is not None and _HAS_BOUNDS:
+            extra = {"bounds": bounds, "bounds_source": "declared by the calibration cell"}
         return StagedScores(
             runs=runs,
             tasks=["t"],
@@ -86,6 +127,8 @@ class Experiment:
             combine=combine,
             raw_combine=combine,
             gated=self.model.gated,
+            span=4.0 if self.model.gated else None,  # as the layered scheme declares
+            **extra,
         )
 
     def records(self) -> list[dict[str, Any]]:
@@ -93,7 +136,7 @@ class Experiment:
         assertions and judgments (a failed judge: score null and an error), a pass/fail metric
         `correct`, any other metric `scores{value}`."""
         out = []
-        binary = isinstance(self.model, Metric) and isinstance(self.model.latent, Logit)
+        binary = isinstance(getattr(self.model, "latent", None), Logit)
         for run, arm in self.arms.items():
             for row in range(self.n * self.epochs):
                 if self.kept is not None and not self.kept[run][row]:
@@ -104,6 +147,9 @@ class Experiment:
                     "sample_id": f"s{row // self.epochs:05d}",
                     "epoch": row % self.epochs,
                 }
+                if self.grouped:
+                    sample["group"] = f"g{row // self.epochs // self.group_size:04d}"
+                value = arm.values["value"][row] if "value" in arm.values else 0.0
                 if self.model.gated:
                     sample["assertions"] = _assertions(arm, row)
                     sample["judgments"] = [
@@ -112,12 +158,17 @@ class Experiment:
                         else {"judge": name, "score": None, "error": "judge timed out"}
                         for name, s in arm.judges.items()
                     ]
+                elif not np.isfinite(value):  # a lost outcome: the system errored, no score
+                    sample["error"] = "the system failed on this sample"
                 elif binary:
-                    sample["correct"] = bool(arm.values["value"][row] == 1.0)
+                    sample["correct"] = bool(value == 1.0)
                 else:
-                    sample["scores"] = {"value": float(arm.values["value"][row])}
+                    sample["scores"] = {"value": float(value)}
                 out.append(sample)
         return out
+
+
+_HAS_BOUNDS = "bounds" in {f.name for f in fields(StagedScores)}
 
 
 def _assertions(arm: Arm, row: int) -> list[dict[str, Any]]:
@@ -138,15 +189,21 @@ def experiment(
     failure: Mapping[str, float],
     rng: np.random.Generator,
     dropped: float = 0.0,
+    group_size: int = GROUP_SIZE,
+    correlation: float = GROUP_CORRELATION,
+    lose: str | None = None,
 ) -> Experiment:
     """Draw the items once, then each arm in the order of `shifts` (the first is the control);
-    with `dropped`, each arm then loses epochs (`kept_epochs`)."""
-    z = latents(rng, model.dims, n, grouped)
+    with `dropped`, each arm then loses epochs (`kept_epochs`); with `lose`, that arm loses
+    outcomes on its bad draws (`lose_outcomes`)."""
+    z = latents(rng, model.dims, n, grouped, group_size, correlation)
     arms = {
         run: model.draw(z, shift, epochs, rng, failed_rows(failure.get(run, 0.0), n * epochs))
         for run, shift in shifts.items()
     }
+    if lose is not None:
+        arms[lose] = lose_outcomes(rng, model, z, shifts[lose], arms[lose])
     kept = None
     if dropped:
         kept = {run: kept_epochs(rng, z, epochs, dropped) for run in arms}
-    return Experiment(model, n, epochs, grouped, arms, kept)
+    return Experiment(model, n, epochs, grouped, arms, kept, group_size)

@@ -93,6 +93,14 @@ from calipers.schemes import get_scheme
     "default), Benjamini–Hochberg (false discovery rate) or none.",
 )
 @click.option(
+    "--errors",
+    type=click.Choice(["missing", "worst"]),
+    default=None,
+    help="layered, metric: how a sample whose `error` is set (a pipeline error, a timeout) "
+    "and has no score counts: a missing outcome, bounded worst/best-case (missing, the "
+    "default), or the scale's low bound (worst). See docs/statistics.md.",
+)
+@click.option(
     "--gate",
     type=click.Choice(["no-regress", "ship", "non-inferior", "none"]),
     default="no-regress",

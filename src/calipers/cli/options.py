@@ -187,6 +187,7 @@ SCHEME_PARAMETERS = {
     "z": "z",
     "tier_order": "tier_order",
     "metric": "metric",
+    "bounds": "bounds",
     "weights": "weights",
     "standardize": "standardize",
     "calibrate_judges": "calibrate_judges",
@@ -200,6 +201,7 @@ SCHEME_PARAMETERS = {
     "margin": "margin",
     "equivalence": "equivalence",
     "adjust": "adjust",
+    "errors": "errors",
     "interval": "interval",
     "cluster": "cluster",
     "objective_config": "config",
@@ -241,6 +243,11 @@ def layered_metric_options(func: Any) -> Any:
     """Options of the layered and metric schemes."""
     return _add(func, [
         click.option("--metric", default=None, help="metric: scores{NAME} or `correct`."),
+        click.option("--bounds", default=None, metavar="LOW,HIGH",
+                     help="metric: the metric's declared bounds (e.g. 0,10). They give the "
+                     "distribution-free interval and the scale of --min-effect, the trivial "
+                     "difference and % margins; proportions (f1, accuracy, …) and 0/1 values "
+                     "have them already. Without: unbounded, no scale read from the values."),
         click.option("--weights", default=None, metavar="LAYER=W,…",
                      help="layered: e.g. fact=2,judge=1."),
         click.option("--standardize", is_flag=True,
@@ -254,11 +261,14 @@ def layered_metric_options(func: Any) -> Any:
         click.option("--interval", type=click.Choice(list(INTERVAL_METHODS)), default="auto",
                      show_default=True,
                      help="layered, metric: auto picks score (Wilson / Newcombe) for 0/1 "
-                     "outcomes and t otherwise; percentile and bca bootstrap (≥ 200 units)."),
-        click.option("--cluster", type=click.Choice(list(CLUSTERS)), default="sample_id",
+                     "outcomes; otherwise t where enough units vary and skewness is mild, else "
+                     "betting (declared bounds: distribution-free) or studentized (none); "
+                     "percentile and bca bootstrap (≥ 200 units)."),
+        click.option("--cluster", type=click.Choice(list(CLUSTERS)), default="auto",
                      show_default=True,
                      help="layered, metric: the independent unit — a sample with its epochs, a "
-                     "`group` of samples, or a task."),
+                     "`group` of samples, or a task; auto: by group when every sample names "
+                     "one, else by sample (sample_id opts out)."),
     ])  # fmt: skip
 
 

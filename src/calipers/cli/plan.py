@@ -43,6 +43,14 @@ from calipers.verdicts.planning import Plan
     help="With --margin: the true difference assumed (0: the systems are alike).",
 )
 @click.option(
+    "--effect-share",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=None,
+    metavar="S",
+    help="Plan for an effect concentrated on a share S of the items (each moved by δ/S, the "
+    "rest unchanged); default: spread over items the way the pilot varies.",
+)
+@click.option(
     "--power",
     type=float,
     default=0.8,
@@ -69,10 +77,11 @@ from calipers.verdicts.planning import Plan
 @click.option("--metric", default=None, help="metric: scores{NAME} or `correct`.")
 @click.option(
     "--cluster",
-    type=click.Choice(["sample_id", "group"]),
-    default="sample_id",
+    type=click.Choice(["auto", "sample_id", "group"]),
+    default="auto",
     show_default=True,
-    help="With data: the unit the comparison will resample.",
+    help="With data: the unit the comparison will resample (auto: by group when every sample "
+    "names one).",
 )
 @click.option("--baseline", default=None, help="With data: the run the design is measured on.")
 @click.option(
@@ -175,6 +184,10 @@ def show_plan(plan: Plan, console: Console) -> None:
     if d.cluster_size > 1:
         parts.append(f"groups of {d.cluster_size}")
     console.print("  model    " + escape(" · ".join(parts)))
+    if d.cluster_reason is not None:
+        console.print(f"  units    by {escape(d.cluster)} ({escape(d.cluster_reason)})")
+    if plan.assumption:
+        console.print(f"  assumes  {escape(plan.assumption)}")
     if plan.power is not None:
         console.print(f"  formula  {escape(plan.formula)} · power at the plan {plan.power:.3f}")
         curve = " · ".join(f"{p['items']:,.0f} items {p['power']:.2f}" for p in plan.curve)

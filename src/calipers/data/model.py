@@ -270,7 +270,7 @@ FIELDS: tuple[Field, ...] = (
         "VARCHAR",
         _STR,
         "a label shared by samples that are not independent (same passage, same problem "
-        "family); `--cluster group` resamples whole groups",
+        "family); intervals cluster by it when every sample has one (`--cluster auto`)",
         since="0006_group",
         strict=True,
     ),

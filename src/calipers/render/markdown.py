@@ -202,6 +202,9 @@ def _paired_compare(report: Mapping[str, Any]) -> list[str]:
                 f"{quantity}'s scale): {escape(p.get('treatment'))} is "
                 f"**{escape(m.get('decision'))}** — {escape(m.get('reason', ''))}.",
             ]
+        missing = _missing_outcomes(p, quantity)
+        if missing:
+            lines += ["", missing]
     lines += ["", *_tasks_moved(pairs)]
     variants = report.get("variants") or {}
     counts = " · ".join(
@@ -212,9 +215,47 @@ def _paired_compare(report: Mapping[str, Any]) -> list[str]:
         "",
         f"Samples: {counts}." if counts else "",
         f"Interval {_interval_method(pairs, report)} at {level} · paired by "
-        f"{escape(params.get('cluster', 'sample_id'))} · seed {report.get('seed')}.",
+        f"{escape(_clustering(params))} · seed {report.get('seed')}.",
     ]
     return lines
+
+
+def _missing_outcomes(pair: Mapping[str, Any], quantity: str) -> str | None:
+    """One line when some outcome is missing: what each run lacks and why (system errors,
+    grader failures), and the worst/best-case bounds of the difference; None otherwise."""
+    b = pair.get("missing_bounds") or {}
+    arms = []
+    for name in ("treatment", "control"):
+        a = b.get(name) or {}
+        if a.get("units"):
+            arms.append(
+                f"{name} lacks {a['units']} sample(s) ({a.get('observations')} observations: "
+                f"{a.get('system_errors')} system errors, {a.get('grader_failures')} grader "
+                "failures)"
+            )
+        if a.get("scored_worst"):
+            arms.append(f"{a['scored_worst']} {name} system errors scored at the scale's low bound")
+    if not arms:
+        return None
+    if b.get("unbounded"):
+        where = "the scale has no declared bounds, so the difference is unbounded"
+    elif b.get("low") is not None:
+        where = f"at worst/best the {quantity} difference is in {_bounds(b['low'], b['high'])}"
+    else:
+        where = ""
+    text = f"Missing outcomes for {escape(pair.get('treatment', '?'))}: " + "; ".join(arms)
+    text += f" — {where}" if where else ""
+    if b.get("triggered"):
+        why = escape(b.get("trigger") or "")
+        text += f"; a PROGRESS or REGRESS must hold across these bounds ({why})"
+    return text + "."
+
+
+def _clustering(params: Mapping[str, Any]) -> str:
+    """The independent unit and why: "group (the samples name 14 groups)"."""
+    reason = params.get("cluster_reason")
+    unit = str(params.get("cluster", "sample_id"))
+    return f"{unit} ({reason})" if reason else unit
 
 
 def _tasks_moved(pairs: list[Mapping[str, Any]]) -> list[str]:
@@ -350,7 +391,9 @@ def score_markdown(
             "",
             f"Intervals at {_level(params.get('confidence_level'))} · seed {params['seed']}"
             + (f" · {params['n_resamples']} bootstrap resamples"
-               if boot and params.get("n_resamples") else "") + ".",
+               if boot and params.get("n_resamples") else "")
+            + (f" · clustered by {escape(_clustering(params))}" if "cluster" in params else "")
+            + ".",
         ]  # fmt: skip
     elif scheme == "reasonscore" and params.get("z") is not None:
         lines += ["", f"Wilson intervals with z {params['z']:g}; no resampling, so no seed."]

@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from calipers.data.files import sql_literal
+from calipers.data.metric_scales import declared_bounds, parse_bounds
 from calipers.data.sampleset import SampleSet
 from calipers.errors import InputError
 from calipers.schemes.base import Scoring
 from calipers.schemes.layered import PairedCompareOptions, PairedOptions, PairedScheme
 from calipers.schemes.registry import register
+from calipers.verdicts.missing_bounds import errored_rows
 from calipers.verdicts.persample import FloatArray, StagedScores, as_floats, stage_rows
 
 if TYPE_CHECKING:
@@ -41,7 +43,15 @@ def available_metrics(samples: SampleSet) -> list[str]:
     return (["correct"] if has_correct else []) + names
 
 
-def stage_metric(samples: SampleSet, runs: list[str], *, metric: str | None) -> StagedScores:
+def stage_metric(
+    samples: SampleSet,
+    runs: list[str],
+    *,
+    metric: str | None,
+    bounds: str | tuple[float, float] | None = None,
+) -> StagedScores:
+    """The metric's values per sample, with its declared bounds (`calipers.data.metric_scales`:
+    given, known for the metric's name, or 0/1 values; else unbounded)."""
     if not metric:
         raise InputError(
             "the metric scheme needs `metric`: the name of a per-sample score",
@@ -64,8 +74,24 @@ def stage_metric(samples: SampleSet, runs: list[str], *, metric: str | None) -> 
             f"no sample in {samples.origin} has the metric '{metric}'",
             hint=f"Metrics there: {', '.join(available_metrics(samples)) or 'none'}.",
         )
+    finite = value[np.isfinite(value)]
+    declared, source = declared_bounds(
+        metric, parse_bounds(bounds), all_binary=bool(np.all((finite == 0) | (finite == 1)))
+    )
+    if declared is not None:
+        outside = (finite < declared[0]) | (finite > declared[1])
+        if outside.any():
+            raise InputError(
+                f"{int(outside.sum())} value(s) of '{metric}' in {samples.origin} lie outside its "
+                f"bounds [{declared[0]:g}, {declared[1]:g}] ({source}); the first: "
+                f"{finite[outside][0]:g}",
+                hint="Declare the metric's true bounds with --bounds LOW,HIGH.",
+                parameters=["bounds"],
+            )
     return StagedScores(
-        runs=rows.run_arrays({"value": value}, weight=weight),
+        bounds=declared,
+        bounds_source=source,
+        runs=rows.run_arrays({"value": value}, weight=weight, errored=errored_rows(rows)),
         names=rows.names,
         tasks=rows.tasks,
         components=("value",),
@@ -81,8 +107,15 @@ def stage_metric(samples: SampleSet, runs: list[str], *, metric: str | None) -> 
     )
 
 
+def _bounds_given(options: MetricOptions) -> list[float] | None:
+    given = parse_bounds(options.bounds)
+    return None if given is None else list(given)
+
+
 class MetricOptions(PairedOptions):
     metric: str | None = None  # a key of `scores`, or `correct`
+    # the metric's bounds, "LOW,HIGH" or a pair (None: known for its name, 0/1, or unbounded)
+    bounds: str | tuple[float, float] | None = None
 
 
 class MetricCompareOptions(MetricOptions, PairedCompareOptions):
@@ -101,13 +134,13 @@ class MetricScheme(PairedScheme):
     compare_report_schema = "compare"
 
     def stage(self, samples: SampleSet, runs: list[str], options: MetricOptions) -> StagedScores:
-        return stage_metric(samples, runs, metric=options.metric)
+        return stage_metric(samples, runs, metric=options.metric, bounds=options.bounds)
 
     def stage_parameters(self, options: MetricOptions) -> dict[str, Any]:
-        return {"metric": options.metric}
+        return {"metric": options.metric, "bounds": _bounds_given(options)}
 
     def summary_parameters(self, options: MetricOptions) -> dict[str, Any]:
-        return {"metric": options.metric}
+        return {"metric": options.metric, "bounds": _bounds_given(options)}
 
     def report_scorings(self, store: Store, filled: dict[str, dict[str, int]]) -> list[Scoring]:
         """One section per metric the store has (`correct` and each key of `scores`), at most

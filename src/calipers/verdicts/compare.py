@@ -31,7 +31,12 @@ from calipers.verdicts.gates import (
 )
 from calipers.verdicts.margin import Margin, MarginDecision, decide_margin, parse_margin
 from calipers.verdicts.paired import PairedComparison, compare_pair
-from calipers.verdicts.persample import RunSummary, StagedScores, summarize_run
+from calipers.verdicts.persample import (
+    RunSummary,
+    StagedScores,
+    resolve_cluster,
+    summarize_run,
+)
 
 
 @dataclass
@@ -55,6 +60,7 @@ class PairResult:
             "unpaired": {"control": c.unpaired_control, "treatment": c.unpaired_treatment},
             "missing": {n: m.to_dict() for n, m in c.missing.items()},
             "missing_differs": c.missing_differs,
+            "missing_bounds": None if c.missing_bounds is None else c.missing_bounds.to_dict(),
             "cluster": c.cluster,
             "gates": {n: g.to_dict() for n, g in c.gates.items()},
             "alpha": self.alpha,
@@ -213,7 +219,7 @@ def compare_staged(
     trivial_diff: float | None = None,
     min_effect: float | None = None,
     interval: str = "auto",
-    cluster: str = "sample_id",
+    cluster: str = "auto",
     margin: Margin | str | float | None = None,
     equivalence: bool = False,
     by_task: bool | None = None,
@@ -223,7 +229,8 @@ def compare_staged(
     per-sample components `staged` holds for all of them. `trivial_diff` and `min_effect` are on
     the composite's scale; None takes TRIVIAL_FRACTION and MIN_EFFECT_FRACTION of its span.
     `margin` adds a decision per pair (`calipers.verdicts.margin`); `by_task` tests each task's
-    difference, adjusted by `adjust` (None: when there are several tasks)."""
+    difference, adjusted by `adjust` (None: when there are several tasks). `cluster` is the
+    independent unit (`resolve_cluster`: auto clusters by group when every sample names one)."""
     margin_spec = None if margin is None else parse_margin(margin)
     if equivalence and margin_spec is None:
         raise InputError(
@@ -231,6 +238,8 @@ def compare_staged(
         )
     adjust_p([], adjust)  # an unknown adjustment is an error before any work
     wanted = [control, *treatments]
+    choice = resolve_cluster([staged.fetch(run) for run in wanted], cluster)
+    cluster = choice.cluster
     k = max(1, len(treatments))
     pair_confidence = 1.0 - (1.0 - confidence_level) / k
     z = z_from_confidence(confidence_level)
@@ -269,15 +278,34 @@ def compare_staged(
                 threshold=gate,
                 by_task=by_task,
                 adjust=adjust,
+                bounds=staged.bounds,
             )
             for treatment in treatments
         ]
         variants = {run: future.result() for run, future in summaries.items()}
         paired = [future.result() for future in comparisons]
-    span = scale_span(staged, wanted)
+    span, scale_source = composite_scale(staged, wanted)
+    if margin_spec is not None and margin_spec.percent and span is None:
+        raise InputError(
+            f"a margin in % ({margin_spec}) needs the scale's width, and {scale_source}",
+            hint="Give the margin on the value's own scale (--margin 0.05), or --bounds.",
+            parameters=["margin", "bounds"],
+        )
     limits = Thresholds(
-        min_effect=MIN_EFFECT_FRACTION * span if min_effect is None else min_effect,
-        trivial_diff=TRIVIAL_FRACTION * span if trivial_diff is None else trivial_diff,
+        min_effect=(
+            min_effect
+            if min_effect is not None
+            else None
+            if span is None
+            else MIN_EFFECT_FRACTION * span
+        ),
+        trivial_diff=(
+            trivial_diff
+            if trivial_diff is not None
+            else 0.0
+            if span is None
+            else TRIVIAL_FRACTION * span
+        ),
         threshold=gate,
         span=span,
         use_cv=staged.gated,
@@ -291,16 +319,19 @@ def compare_staged(
         "seed": seed,
         "interval": interval,
         "cluster": cluster,
+        "cluster_reason": choice.reason,
         "scale_span": span,
+        "scale_source": scale_source,
+        "bounds": None if staged.bounds is None else list(staged.bounds),
         "trivial_diff": limits.trivial_diff,
         "min_effect": limits.min_effect,
-        "margin": None if margin_spec is None else margin_spec.on_scale(span),
+        "margin": None if margin_spec is None else margin_spec.on_scale(span or 0.0),
         "margin_given": None if margin_spec is None else str(margin_spec),
         "equivalence": equivalence,
         "adjust": adjust,
         "policy": "gates",
     }
-    notes = list(staged.notes)
+    notes = list(staged.notes) + ([choice.note] if choice.note else [])
     if not treatments:
         return CompareResult(
             scheme, origin, parameters, control, variants, [], Verdict.SOLO,
@@ -317,7 +348,7 @@ def compare_staged(
         held = None
         if margin_spec is not None:
             held = decide_margin(
-                comparison.composite, margin_spec.on_scale(span), given=str(margin_spec),
+                comparison.composite, margin_spec.on_scale(span or 0.0), given=str(margin_spec),
                 equivalence=equivalence, confidence_level=pair_confidence,
             )  # fmt: skip
         pairs.append(
@@ -340,15 +371,25 @@ def compare_staged(
     )  # fmt: skip
 
 
-def scale_span(staged: StagedScores, runs: list[str]) -> float:
-    """The width of the composite's scale: declared by the scheme, else 1 when every value lies
-    in [0, 1] (pass rates, 0–1 scores), else the observed range."""
+def composite_scale(staged: StagedScores, runs: list[str]) -> tuple[float | None, str]:
+    """The width of the composite's scale and where it came from: the declared bounds (scheme,
+    importer, user), a width the scheme declares, or 1 when every value is 0 or 1 (pass/fail);
+    otherwise None — never the observed range, which one outlier would set
+    (`calipers.data.metric_scales`)."""
+    if staged.bounds is not None:
+        return staged.bounds[1] - staged.bounds[0], staged.bounds_source or "declared bounds"
     if staged.span is not None:
-        return staged.span
+        return staged.span, staged.bounds_source or "declared by the scheme"
     values = [staged.composite(r) for r in runs]
-    finite = [v[np.isfinite(v)] for v in values]
-    lo = min((float(v.min()) for v in finite if v.size), default=0.0)
-    hi = max((float(v.max()) for v in finite if v.size), default=1.0)
-    if lo >= 0.0 and hi <= 1.0:
-        return 1.0
-    return hi - lo if hi > lo else 1.0
+    finite = np.concatenate([v[np.isfinite(v)] for v in values]) if values else np.zeros(0)
+    if finite.size and bool(np.all((finite == 0) | (finite == 1))):
+        return 1.0, "every value is 0 or 1: a pass/fail outcome"
+    return None, staged.bounds_source or (
+        "no bounds are declared: the value is treated as unbounded and no scale is read from "
+        "the data (declare them with --bounds LOW,HIGH)"
+    )
+
+
+def scale_span(staged: StagedScores, runs: list[str]) -> float | None:
+    """The width of the composite's scale (None: unbounded, none declared)."""
+    return composite_scale(staged, runs)[0]

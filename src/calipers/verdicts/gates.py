@@ -10,11 +10,15 @@ made to hold its error rate (docs/statistics.md; measured in docs/calibration.md
 3. composite significantly below 0 by at least the trivial difference, or a layer gate broken with
    evidence (control passes it; treatment's interval lies below it after a significant drop of
    that layer)                                                                 → REGRESS
+   — unless samples are missing in one run in a way that differs between the runs or may track
+   the outcome and the drop does not hold across the worst/best-case bounds of the missing
+   outcomes (`calipers.verdicts.missing_bounds`)                               → CAUTIOUS
 4. composite not significant: CAUTIOUS if a layer moved (Holm over the layers), else NOISE
 5. composite significantly below 0 but by less than the trivial difference      → CAUTIOUS
 6. composite significantly up but: below the trivial difference, a treatment gate fails, a
-   quantity goes missing more often in one run (exact McNemar), judges disagree (Pearson < 0.4),
-   or the median run-to-run CV > 0.15                                          → CAUTIOUS
+   quantity goes missing more often in one run (exact McNemar), the gain does not hold across
+   the missing outcomes' bounds (as in 3), judges disagree (Pearson < 0.4), or the median
+   run-to-run CV > 0.15                                                        → CAUTIOUS
 7. otherwise                                                                   → PROGRESS
 """
 
@@ -25,6 +29,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from calipers.verdicts.missing_bounds import MissingBounds
 from calipers.verdicts.paired import PairedComparison
 from calipers.verdicts.persample import (
     CV_LIMIT,
@@ -90,10 +95,13 @@ def _ci(pair: PairedComparison, label: str = "composite") -> str:
 class Thresholds:
     """What a pair's decision compares against, on the composite's own scale."""
 
-    min_effect: float  # the smallest effect worth detecting: above it a NOISE is UNDERPOWERED
+    # the smallest effect worth detecting: above it a NOISE is UNDERPOWERED; None when the scale
+    # is unknown (an unbounded metric, nothing declared): no NOISE, since nothing says what a
+    # worthwhile effect is
+    min_effect: float | None
     trivial_diff: float  # significant differences smaller than this are CAUTIOUS either way
     threshold: float | None  # the layer gate (None when ungated)
-    span: float = 1.0  # the width of the composite's scale
+    span: float | None = 1.0  # the width of the composite's scale (None: unbounded)
     use_cv: bool = True
 
 
@@ -134,6 +142,12 @@ def decide(
                 f"{ci} {flat} and '{treatment.run}' is {state} over its repeats; "
                 f"add samples or epochs (detectable effect {_mde(pair)})",
             )
+        if limits.min_effect is None or limits.span is None:
+            return Decision(
+                Verdict.UNDERPOWERED,
+                f"{ci} {flat}; the value has no declared scale, so no effect is known to be worth "
+                f"detecting (detectable effect {detectable}): give --min-effect or --bounds",
+            )
         if composite.interval is None:
             bound = unchanged_bound(pair.n_pairs, 1.0 - pair.confidence_level, limits.span)
             detectable = f"{bound:.3f} (every unit unchanged: exact bound)"
@@ -159,8 +173,17 @@ def decide(
                 "would detect that",
             )
     estimate = composite.estimate or 0.0
+    bounded = pair.missing_bounds
+    if bounded is not None and not bounded.triggered:
+        bounded = None
     if composite.below_zero and abs(estimate) >= limits.trivial_diff:
-        return Decision(Verdict.REGRESS, f"{ci} is below 0")
+        if bounded is not None and not bounded.holds_regress(limits.trivial_diff):
+            return Decision(
+                Verdict.CAUTIOUS,
+                f"{ci} is below 0, but missing outcomes could decide it: {bounded.describe()} "
+                f"— {bounded.trigger}",
+            )
+        return Decision(Verdict.REGRESS, f"{ci} is below 0" + _across(bounded))
     broken = broken_gates(pair, limits.threshold) if gated else []
     if broken:
         return Decision(Verdict.REGRESS, "layer gate broken: " + ", ".join(broken) + f"; {ci}")
@@ -192,7 +215,14 @@ def decide(
         )
     if estimate < limits.trivial_diff:
         concerns.append(f"the gain {_fmt(estimate)} is below {limits.trivial_diff:.3g}")
+    undecided = bounded is not None and not bounded.holds_progress(limits.trivial_diff)
+    if bounded is not None and undecided:
+        concerns.append(
+            f"missing outcomes could decide it: {bounded.describe()} — {bounded.trigger}"
+        )
     for name in pair.missing_differs:
+        if name == "composite" and undecided:
+            continue  # said by the bounds, with the same test on samples
         m = pair.missing[name]
         what = "a composite" if name == "composite" else f"the {name} layer"
         concerns.append(
@@ -210,7 +240,14 @@ def decide(
     if concerns:
         return Decision(Verdict.CAUTIOUS, f"{ci} is significant but " + "; ".join(concerns))
     gates = " and every layer gate passes" if gated else ""
-    return Decision(Verdict.PROGRESS, f"{ci} is significant{gates}")
+    return Decision(Verdict.PROGRESS, f"{ci} is significant{gates}" + _across(bounded))
+
+
+def _across(bounded: MissingBounds | None) -> str:
+    """The bounds a PROGRESS or REGRESS held across, when they had to be read."""
+    if bounded is None:
+        return ""
+    return f", and holds across the missing outcomes: {bounded.describe()}"
 
 
 def _why_not_significant(pair: PairedComparison) -> str:

@@ -34,6 +34,7 @@ from calipers.stats.paired_tests import clustered_standard_error, mcnemar_exact,
 from calipers.stats.paired_tests import sign_test as exact_sign_test
 from calipers.stats.power import sign_test_detectable
 from calipers.verdicts.by_task import task_differences
+from calipers.verdicts.missing_bounds import FilledDifference, MissingBounds, bound_missing
 from calipers.verdicts.persample import FloatArray, RunArrays, StagedScores, cluster_labels
 from calipers.verdicts.repeats import PairedRepeats, paired_repeats
 
@@ -160,6 +161,7 @@ class PairedComparison:
     tests: dict[str, Any] = field(default_factory=dict)  # `paired_tests`
     task_adjust: str | None = None  # how the per-task p-values were adjusted (None: untested)
     repeats: PairedRepeats | None = None  # pass^k difference, with repeated 0/1 outcomes
+    missing_bounds: MissingBounds | None = None  # worst/best-case bounds over missing outcomes
 
     @property
     def missing_differs(self) -> list[str]:
@@ -185,9 +187,11 @@ def compare_pair(
     threshold: float | None = None,
     by_task: bool | None = None,
     adjust: str = "holm",
+    bounds: tuple[float, float] | None = None,
 ) -> PairedComparison:
     """`by_task`: test each task's difference (Holm or BH over the tasks, `adjust`); None does
-    so when the runs have several tasks."""
+    so when the runs have several tasks. `bounds`: the composite scale's declared bounds, which
+    missing outcomes are filled with (`missing_bounds`; None: unbounded)."""
     comps = staged.components
     c_run, t_run = staged.fetch(control), staged.fetch(treatment)
     # Both runs are sorted by (sid, epoch), so their keys are sorted and unique: an O(n) match.
@@ -227,7 +231,7 @@ def compare_pair(
     def difference(c: FloatArray, t: FloatArray) -> Difference:
         return paired_difference(
             c, t, units, samples=samples, weight=pair_weight, confidence_level=confidence_level,
-            n_resamples=n_resamples, seed=seed, method=interval,
+            n_resamples=n_resamples, seed=seed, method=interval, bounds=staged.bounds,
         )  # fmt: skip
 
     composite = difference(composite_c, composite_t)
@@ -239,12 +243,28 @@ def compare_pair(
         _holm_significance(components, alpha)
         if threshold is not None:
             gates = _gate_evidence(
-                c_run, t_run, components, cluster, alpha, interval, seed, threshold
+                c_run,
+                t_run,
+                components,
+                cluster,
+                alpha,
+                interval,
+                seed,
+                threshold,
+                bounds=staged.bounds,
             )
     missing = {"composite": _missingness(staged.composite(control)[ic],
                                          staged.composite(treatment)[it])}  # fmt: skip
     if staged.gated:
         missing.update({n: _missingness(c_vals[n], t_vals[n]) for n in comps})
+
+    def filled(c: FloatArray, t: FloatArray) -> FilledDifference:
+        d = difference(c, t)
+        return FilledDifference.of(d, _significant(d, alpha))
+
+    missing_bounds = bound_missing(
+        staged, control, treatment, ic, it, composite_c, composite_t, bounds=bounds, estimate=filled
+    )
     notes: list[str] = []
     hotelling = _hotelling(c_vals, t_vals, units, comps, notes) if staged.gated else None
     task_code = c_run.task_code[ic]
@@ -291,6 +311,7 @@ def compare_pair(
         tests=tests,
         task_adjust=adjust if by_task else None,
         repeats=repeats,
+        missing_bounds=missing_bounds,
     )
 
 
@@ -353,6 +374,10 @@ def _decided_by(d: Difference) -> str:
         return "Newcombe's interval on the effective sample size (clusters)"
     if i.formula in ("t", "hall-t"):
         return f"the paired t interval (cluster-robust standard error, {i.df:g} df)"
+    if i.method == "betting":
+        return "the betting interval (distribution-free on the declared bounds)"
+    if i.method == "studentized":
+        return "the studentized bootstrap interval (no bounds declared)"
     return f"the {i.formula} bootstrap interval"
 
 
@@ -367,10 +392,12 @@ def paired_difference(
     n_resamples: int,
     seed: int,
     method: str,
+    bounds: tuple[float, float] | None = None,
 ) -> Difference:
     """The difference over the rows present on both sides, its interval and p-values. With
     `samples` (each row's sample) every sample weighs the same: means and the interval are of
-    per-sample epoch means (docs/statistics.md, the estimand)."""
+    per-sample epoch means (docs/statistics.md, the estimand). `bounds`: each side's declared
+    bounds (the betting interval's; None: unbounded)."""
     both = np.isfinite(c) & np.isfinite(t)
     groups = units[both]
     n_pairs = int(np.count_nonzero(np.bincount(groups))) if groups.size else 0
@@ -386,7 +413,7 @@ def paired_difference(
     try:
         interval = paired_interval(
             cb, tb, clusters=codes, weights=w, method=method,
-            confidence_level=confidence_level, n_resamples=n_resamples, rng=seed,
+            confidence_level=confidence_level, n_resamples=n_resamples, rng=seed, bounds=bounds,
         )  # fmt: skip
     except NoInterval as why:
         # Without spread the exact sign test is the only evidence: it stands in as the p-value.
@@ -468,6 +495,8 @@ def _binary_detectable(diff: FloatArray, interval: Interval, power: float = 0.8)
 
 def interval_p_value(interval: Interval) -> float:
     """Two-sided p-value of 0 by the interval's own reference distribution."""
+    if interval.p_value is not None:  # betting (1/capital at 0), studentized (its t* law)
+        return interval.p_value
     if interval.bootstrap is not None:
         dist = interval.bootstrap.distribution
         below, above = float(np.mean(dist <= 0)), float(np.mean(dist >= 0))
@@ -517,6 +546,8 @@ def _gate_evidence(
     method: str,
     seed: int,
     threshold: float,
+    *,
+    bounds: tuple[float, float] | None = None,
 ) -> dict[str, GateEvidence]:
     """Per layer: control's mean, treatment's upper bound at 1 − α/L (Bonferroni over the
     layers), and whether the paired difference dropped (Holm, above)."""
@@ -535,7 +566,7 @@ def _gate_evidence(
             try:
                 high = mean_interval(
                     t[t_keep], clusters=units, weights=t_w, method=method,
-                    confidence_level=level, rng=seed,
+                    confidence_level=level, rng=seed, bounds=bounds,
                 ).high  # fmt: skip
             except NoInterval:
                 # Every unit has the same layer mean: evidence that it is below the gate is

@@ -23,6 +23,12 @@ Power is that of the decision the engine makes at n units, with α/K for K treat
 For 0/1 outcomes the discordance moves with the effect: two systems drawing independently given
 an item's difficulty disagree at ψ = E[p(1 − p′) + p′(1 − p)], so a gain δ at pass rate p̄
 changes it by about δ(1 − 2p̄). calibration checks that the planned n gives the promised power.
+
+All of this assumes the effect spreads over the units the way the pilot varies. An effect
+concentrated on a share S of the units (`effect_share`, `--effect-share`) adds δ²(1/S − 1) to a
+unit's variance, and for scores the power is the t statistic's averaged over the number of units
+moved (`calipers.verdicts.plan_effects`, where the derivations are). Every plan states its
+assumption (`Plan.assumption`).
 """
 
 from __future__ import annotations
@@ -39,7 +45,15 @@ from calipers.errors import InputError
 from calipers.stats.bootstrap import dense_codes
 from calipers.stats.estimate import cluster_means
 from calipers.stats.intervals import z_from_confidence
-from calipers.verdicts.persample import StagedScores
+from calipers.verdicts.persample import StagedScores, resolve_cluster
+from calipers.verdicts.plan_effects import (
+    concentrated_added,
+    concentrated_discordance,
+    concentrated_t_power,
+    describe_effect,
+    largest_concentrated,
+    spread_discordance,
+)
 
 FloatArray = npt.NDArray[np.float64]
 Outcome = Literal["binary", "scores"]
@@ -64,6 +78,11 @@ class Design:
     source: str = "given"
     notes: tuple[str, ...] = ()
     observed_units: int | None = None  # measured on data: its units (items, or groups)
+    # How a true difference is realised (`calipers.verdicts.plan_effects`): 1 — spread over the
+    # units the way the pilot varies; S < 1 — a share S of the units each moved by δ/S.
+    effect_share: float = 1.0
+    cluster: str = "sample_id"  # the unit: sample_id (items) or group
+    cluster_reason: str | None = None  # why (measured on data: `resolve_cluster`)
 
     def unit_var(self, epochs: int | None = None) -> float:
         e = self.epochs if epochs is None else epochs
@@ -78,15 +97,44 @@ class Design:
         """0/1: the share of (item, epoch) pairs that differ under a true difference `delta`."""
         if self.outcome != "binary" or self.discordance is None or self.pass_rate is None:
             return None
-        return min(1.0, max(abs(delta), _discordance_at(self.pass_rate, self.discordance, delta)))
+        if self.effect_share < 1.0:
+            psi = concentrated_discordance(self.pass_rate, self.discordance, delta,
+                                           self.effect_share)  # fmt: skip
+        else:
+            psi = spread_discordance(self.pass_rate, self.discordance, delta)
+        return min(1.0, max(abs(delta), psi))
 
     def at_effect(self, delta: float) -> float:
-        """The unit variance under a true difference `delta` (0/1: discordance moves with it)."""
+        """The unit variance under a true difference `delta` (0/1: discordance moves with it;
+        concentrated on a share of the units: `plan_effects.concentrated_added` on top)."""
         v = self.unit_var()
+        if self.effect_share < 1.0:
+            binary = self.outcome == "binary" and self.pass_rate is not None
+            return v + concentrated_added(
+                delta, self.effect_share, pass_rate=self.pass_rate if binary else None,
+                per_unit=self.cluster_size * self.epochs,
+            )  # fmt: skip
         psi1 = self.discordance_at(delta)
         if psi1 is None or self.discordance is None:
             return v
         return v * max(psi1 - delta * delta, 1e-12) / max(self.discordance, 1e-12)
+
+    def largest_effect(self, sign: float = 1.0) -> float:
+        """The largest |δ| the design can carry: the scale's width, or with an effect share S
+        what S of the units can carry moving by at most the width each."""
+        binary = self.outcome == "binary" and self.pass_rate is not None
+        return largest_concentrated(
+            self.effect_share, self.scale, self.pass_rate if binary else None, sign
+        )
+
+    def assumption(self, delta: float) -> str:
+        """How the plan assumes a true difference `delta` moves the units, in words."""
+        binary = self.outcome == "binary" and self.discordance is not None
+        return describe_effect(
+            delta, self.effect_share, groups=self.cluster_size > 1,
+            pilot=self.observed_units is not None, unit_var=self.unit_var(),
+            discordance=(self.discordance, self.discordance_at(delta)) if binary else None,
+        )  # fmt: skip
 
     @classmethod
     def from_numbers(
@@ -141,6 +189,7 @@ class Design:
             scale=1.0 if scale is None else scale,
             source=how
             + (f", groups of {cluster_size} with icc {icc:g}" if cluster_size > 1 else ""),
+            cluster="group" if cluster_size > 1 else "sample_id",
         )
 
     @classmethod
@@ -150,14 +199,18 @@ class Design:
         baseline: str,
         candidate: str | None = None,
         *,
-        cluster: str = "sample_id",
+        cluster: str = "auto",
         correlation: float = 0.0,
         epochs: int | None = None,
         scale: float,
     ) -> Design:
         """Measured on data: the paired differences of `candidate` − `baseline` (a pilot
-        comparison), or the baseline alone with an assumed `correlation` between systems."""
+        comparison), or the baseline alone with an assumed `correlation` between systems.
+        `cluster` is the unit the comparison will resample: auto (`resolve_cluster`: by group
+        when every sample of the runs names one), sample_id or group."""
         _check_fraction("correlation", correlation, low=-1.0, high=1.0)
+        choice = resolve_cluster([staged.fetch(r) for r in (baseline, candidate) if r], cluster)
+        cluster = choice.cluster
         base = staged.fetch(baseline)
         values = staged.composite(baseline)
         keep = np.isfinite(values)
@@ -228,67 +281,11 @@ class Design:
             discordance=discordance,
             scale=scale,
             source=source + f" ({x.size} observations)",
-            notes=tuple(notes),
+            notes=tuple(notes + ([choice.note] if choice.note else [])),
             observed_units=n_units,
+            cluster=cluster,
+            cluster_reason=choice.reason,
         )
-
-
-_GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(64)
-_GH_W = _GH_W / _GH_W.sum()  # E[f(Z)] = Σ w·f(x), Z ~ N(0, 1)
-
-
-def _expit(x: FloatArray) -> FloatArray:
-    return np.asarray(0.5 * (1.0 + np.tanh(0.5 * x)), dtype=np.float64)
-
-
-def _discordance_at(pass_rate: float, discordance: float, delta: float) -> float:
-    """Two systems that draw independently given an item's pass probability p disagree at
-    E[p(1 − p′) + p′(1 − p)]. The items' p are logit-normal with the baseline's mean and the
-    spread the discordance implies (E[p(1 − p)] = ψ/2, so var p = p̄(1 − p̄) − ψ/2); the
-    effect shifts every item's logit by the same amount — middling items move most — until the
-    mean moves by `delta`. With no spread this is ψ + δ(1 − 2p̄) exactly."""
-    p_bar = min(max(pass_rate, 1e-6), 1 - 1e-6)
-    mu, sigma = _logit_normal(round(p_bar, 12), round(min(discordance / 2.0, 0.25), 12))
-    target = min(max(p_bar + delta, 1e-9), 1 - 1e-9)
-    shift = _location(sigma, target, mu) - mu
-    p = _expit(mu + sigma * _GH_X)
-    q = _expit(mu + shift + sigma * _GH_X)
-    return float(_GH_W @ (p * (1 - q) + q * (1 - p)))
-
-
-def _location(sigma: float, target: float, start: float = 0.0) -> float:
-    """μ with E[expit(μ + σZ)] = target: Newton's method (the derivative is E[p(1 − p)] > 0),
-    safeguarded by bisection on a bracket."""
-    low, high, mu = -40.0, 40.0, start
-    for _ in range(60):
-        p = _expit(mu + sigma * _GH_X)
-        f = float(_GH_W @ p) - target
-        if abs(f) < 1e-13:
-            break
-        low, high = (mu, high) if f < 0 else (low, mu)
-        slope = float(_GH_W @ (p * (1 - p)))
-        step = mu - f / slope if slope > 1e-300 else 0.5 * (low + high)
-        mu = step if low < step < high else 0.5 * (low + high)
-    return mu
-
-
-@functools.lru_cache(maxsize=256)
-def _logit_normal(p_bar: float, within: float) -> tuple[float, float]:
-    """(μ, σ) of the logit-normal law with mean p̄ and E[p(1 − p)] = `within` (σ = 0 when the
-    within part is the whole Bernoulli variance)."""
-    if within >= p_bar * (1 - p_bar) - 1e-12:
-        return _location(0.0, p_bar), 0.0
-
-    def within_at(sigma: float) -> float:  # decreasing in sigma
-        p = _expit(_location(sigma, p_bar) + sigma * _GH_X)
-        return float(_GH_W @ (p * (1 - p)))
-
-    low, high = 0.0, 20.0
-    for _ in range(50):
-        mid = 0.5 * (low + high)
-        low, high = (mid, high) if within_at(mid) > within else (low, mid)
-    sigma = 0.5 * (low + high)
-    return _location(sigma, p_bar), sigma
 
 
 def _paired_difference(
@@ -406,6 +403,8 @@ class Plan:
     at_observed: dict[str, float] | None = None
     # with a within-item (epoch) variance: items and pipeline runs needed at each epoch count
     by_epochs: list[dict[str, int]] = field(default_factory=list)
+    # how the effect is assumed to move the units (`Design.assumption`): the power holds for it
+    assumption: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self.design)
@@ -422,6 +421,7 @@ class Plan:
             "curve": self.curve,
             "at_observed": self.at_observed,
             "by_epochs": self.by_epochs,
+            "assumption": self.assumption,
         }
 
 
@@ -452,8 +452,16 @@ def power_at(design: Design, goal: Goal, units: int) -> float:
             probs.append(float(ndtr((distance - width) / se)))
     else:
         crit = float(stdtrit(df, 1 - goal.pair_alpha / 2))
-        for distance in distances:
-            probs.append(1.0 - float(nctdtr(df, distance / se, crit)))
+        if design.effect_share < 1.0 and delta != 0:  # K ~ Bin(n, S) units moved by δ/S
+            offset = 0.0 if goal.margin is None else goal.margin
+            for sign in (1.0, -1.0)[: len(distances)]:  # L > −M, and H < M for equivalence
+                probs.append(concentrated_t_power(
+                    units, design.unit_var(), delta, design.effect_share, offset=offset,
+                    sign=sign, crit=crit,
+                ))  # fmt: skip
+        else:
+            for distance in distances:
+                probs.append(1.0 - float(nctdtr(df, distance / se, crit)))
     return max(0.0, sum(probs) - (len(probs) - 1))
 
 
@@ -484,16 +492,34 @@ def _z(goal: Goal) -> float:
     return z_from_confidence(1 - goal.pair_alpha)
 
 
-def plan(design: Design, goal: Goal) -> Plan:
-    """The fewest units whose power reaches `goal.power` (bisection on a monotone power)."""
+def plan(design: Design, goal: Goal, *, effect_share: float | None = None) -> Plan:
+    """The fewest units whose power reaches `goal.power` (bisection on a monotone power).
+    `effect_share` S (0 < S ≤ 1) plans for the effect realised on a share S of the units, each
+    moved by δ/S (`calipers.verdicts.plan_effects`); None keeps the design's (1: spread)."""
+    if effect_share is not None:
+        _check_fraction("--effect-share", effect_share, open_low=True)
+        design = replace(design, effect_share=float(effect_share))
     binary = design.outcome == "binary" and design.discordance is not None
     formula = "newcombe-cc expected" if binary else "noncentral t"
+    if not binary and design.effect_share < 1.0:
+        formula = "t over the units moved"  # plan_effects.concentrated_t_power
     if goal.effect is not None and goal.effect >= design.scale:
         raise InputError(f"--effect {goal.effect:g} is the whole scale ({design.scale:g}) or more")
+    delta = goal.effect if goal.effect is not None else goal.truth
+    if design.effect_share < 1.0 and abs(delta) > design.largest_effect(delta):
+        s = design.effect_share
+        raise InputError(
+            f"an effect of {delta:g} on a share {s:g} of the units moves each by {abs(delta) / s:g}"
+            f", more than the scale allows ({design.largest_effect(delta) / s:g})",
+            hint=f"A share of at least {abs(delta) / design.largest_effect(delta) * s:.3g} can "
+            "carry it: raise --effect-share, or plan for a smaller effect.",
+            parameters=["effect_share"],
+        )
+    assumption = design.assumption(delta)
     found = _fewest_units(design, goal)
     if found is None:
-        return Plan(design, goal, None, None, None, formula,
-                    f"more than {MAX_UNITS:,} units would be needed")  # fmt: skip
+        too_many = f"more than {MAX_UNITS:,} units would be needed"
+        return Plan(design, goal, None, None, None, formula, too_many, assumption=assumption)
     units = found
     items = units * design.cluster_size
     reason = _reason(design, goal, units, items)
@@ -526,7 +552,7 @@ def plan(design: Design, goal: Goal) -> Plan:
                                   "runs": needed * design.cluster_size * e})  # fmt: skip
     return Plan(
         design, goal, units, items, power_at(design, goal, units), formula, reason, curve,
-        at_observed, by_epochs,
+        at_observed, by_epochs, assumption,
     )  # fmt: skip
 
 
@@ -551,6 +577,8 @@ def smallest_detectable(design: Design, goal: Goal, units: int) -> float:
         return replace(goal, effect=size) if goal.effect is not None else replace(goal, margin=size)
 
     low, high = 0.0, design.scale
+    if goal.effect is not None:  # an effect on a share of the units: what that share can carry
+        high = min(high, design.largest_effect())
     if power_at(design, with_size(high), units) < goal.power:
         return math.inf
     while high - low > 1e-7 * design.scale:  # ~23 halvings: far below any reported digit

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
 from pydantic import Field
 
 from calipers.schemes.base import BootstrapOptions, ComparableScheme
@@ -24,6 +25,7 @@ from calipers.verdicts.by_task import ADJUSTMENTS
 from calipers.verdicts.compare import CompareResult, check_runs, compare_staged, scale_span
 from calipers.verdicts.gates import DEFAULT_THRESHOLD
 from calipers.verdicts.judge_calibration import calibrate_pair, calibrate_run
+from calipers.verdicts.missing_bounds import ERRORS, score_errors_worst
 from calipers.verdicts.persample import CLUSTERS, StagedScores
 from calipers.verdicts.planning import Design
 
@@ -36,6 +38,18 @@ __all__ = [
     "LAYERS", "LayeredScheme", "PairedCompareOptions", "PairedOptions", "PairedScheme",
     "SummaryResult", "parse_weights",
 ]  # fmt: skip
+
+
+def _planning_scale(staged: StagedScores, runs: list[str]) -> float:
+    """The scale the planner searches effects on: the declared width; for an unbounded value with
+    none declared, ten standard deviations of the baseline's per-sample values (the search range
+    of the effect the design detects, not a scale for margins or trivial differences)."""
+    span = scale_span(staged, runs)
+    if span is not None:
+        return span
+    values = staged.composite(runs[0])
+    sd = float(np.nanstd(values)) if np.isfinite(values).sum() > 1 else 0.0
+    return 10.0 * sd if sd > 0 else 1.0
 
 
 class PairedScheme(ComparableScheme):
@@ -52,13 +66,16 @@ class PairedScheme(ComparableScheme):
         treatments = list(candidates)
         check_runs(samples.runs(), samples.origin, baseline, treatments)
         staged = self.stage(samples, [baseline, *treatments], o)
+        errors = o.errors  # type: ignore[attr-defined]
+        if errors == "worst":  # a system error that left no outcome is the worst outcome
+            score_errors_worst(staged)
         result = compare_staged(
             staged,
             scheme=self.name,
             origin=samples.origin,
             control=baseline,
             treatments=treatments,
-            scheme_options=self.stage_parameters(o),
+            scheme_options={**self.stage_parameters(o), "errors": errors},
             threshold=getattr(o, "threshold", None),
             confidence_level=o.confidence_level,  # type: ignore[attr-defined]
             n_resamples=o.n_resamples,  # type: ignore[attr-defined]
@@ -76,7 +93,7 @@ class PairedScheme(ComparableScheme):
             for pair in result.pairs:
                 pair.judge_calibration = calibrate_pair(
                     staged.fetch(baseline), staged.fetch(pair.comparison.treatment),
-                    cluster=o.cluster,  # type: ignore[attr-defined]
+                    cluster=result.parameters["cluster"],  # resolved (auto: group or sample_id)
                     confidence_level=o.confidence_level,  # type: ignore[attr-defined]
                 )  # fmt: skip
         return result
@@ -103,7 +120,7 @@ class PairedScheme(ComparableScheme):
             cluster=o.cluster,  # type: ignore[attr-defined]
             correlation=correlation,
             epochs=epochs,
-            scale=scale_span(staged, runs),
+            scale=_planning_scale(staged, runs),
         )
 
     def summary_parameters(self, options: Any) -> dict[str, Any]:
@@ -137,7 +154,7 @@ class PairedScheme(ComparableScheme):
         )
         if getattr(options, "calibrate_judges", False):
             result.judge_calibration = {
-                run: calibrate_run(staged.fetch(run), cluster=options.cluster,
+                run: calibrate_run(staged.fetch(run), cluster=result.parameters["cluster"],
                                    confidence_level=options.confidence_level)
                 for run in runs
             }  # fmt: skip
@@ -158,10 +175,11 @@ class PairedScheme(ComparableScheme):
 
 class PairedOptions(BootstrapOptions):
     """How the comparable schemes make intervals: the method (`auto` picks by the kind of data)
-    and the independent unit (a sample with its epochs, a group, a task)."""
+    and the independent unit (a sample with its epochs, a group, a task; `auto`: by group when
+    every sample names one, else by sample — `calipers.verdicts.persample.resolve_cluster`)."""
 
     interval: Literal[INTERVAL_METHODS] = "auto"  # type: ignore[valid-type]
-    cluster: Literal[CLUSTERS] = "sample_id"  # type: ignore[valid-type]
+    cluster: Literal[CLUSTERS] = "auto"  # type: ignore[valid-type]
 
 
 class LayeredOptions(PairedOptions):
@@ -181,6 +199,9 @@ class PairedCompareOptions(PairedOptions):
     equivalence: bool = False  # with a margin: two one-sided tests
     by_task: bool | None = None  # per-task tests; None: when there are several tasks
     adjust: Literal[ADJUSTMENTS] = "holm"  # type: ignore[valid-type]
+    # a sample whose `error` is set and has no score: a missing outcome, bounded (missing), or
+    # the scale's low bound (worst) — `calipers.verdicts.missing_bounds`
+    errors: Literal[ERRORS] = "missing"  # type: ignore[valid-type]
 
 
 class LayeredCompareOptions(LayeredOptions, PairedCompareOptions):

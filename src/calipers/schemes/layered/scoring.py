@@ -27,12 +27,14 @@ from calipers.data.sampleset import SampleSet
 from calipers.errors import InputError
 from calipers.schemes.base import SchemeResult
 from calipers.stats import z_from_confidence
+from calipers.verdicts.missing_bounds import errored_rows
 from calipers.verdicts.persample import (
     FloatArray,
     RunSummary,
     StagedRows,
     StagedScores,
     as_floats,
+    resolve_cluster,
     stage_rows,
     summarize_run,
 )
@@ -367,6 +369,7 @@ def stage_layers(
             per_judge if len(per_judge) >= 2 else {},
             human,
             judge_repeats=(np.maximum(repeat_ss, 0.0), repeat_df) if repeat_df.any() else None,
+            errored=errored_rows(rows),
         ),
         tasks=rows.tasks,
         components=LAYERS,
@@ -375,6 +378,12 @@ def stage_layers(
         gated=True,
         notes=notes,
         span=None if standardize else 4.0,  # layers live on 1–5; z-scores have no fixed scale
+        bounds=None if standardize else (1.0, 5.0),
+        bounds_source=(
+            "standardized layers (z-scores) have no bounds"
+            if standardize
+            else "the layered scheme: every layer lies on 1–5"
+        ),
         names=rows.names,
     )
 
@@ -435,9 +444,14 @@ def summarize(
     n_resamples: int,
     seed: int,
     interval: str = "auto",
-    cluster: str = "sample_id",
+    cluster: str = "auto",
 ) -> SummaryResult:
+    """Each run's summary, clustered by one unit for all of them (`resolve_cluster`), recorded
+    in `parameters` as `cluster` and `cluster_reason`."""
     z = z_from_confidence(confidence_level)
+    choice = resolve_cluster([staged.fetch(run) for run in runs], cluster)
+    cluster = choice.cluster
+    parameters = {**parameters, "cluster": cluster, "cluster_reason": choice.reason}
     summaries = {
         run: summarize_run(
             staged,
@@ -453,5 +467,5 @@ def summarize(
         for run in runs
     }
     ranking, why = rank_runs(staged, runs, confidence_level=confidence_level, seed=seed)
-    notes = list(staged.notes) + ([why] if why else [])
+    notes = list(staged.notes) + [n for n in (choice.note, why) if n]
     return SummaryResult(scheme, parameters, origin, notes, summaries, ranking)

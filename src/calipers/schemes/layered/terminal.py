@@ -3,6 +3,7 @@ line followed by a table of variants and a table of pairs."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
@@ -157,10 +158,18 @@ def summary(result: SummaryResult, console: Console) -> None:
     console.print(_variants_table(result.runs, f"{result.scheme} scores", None, label=label))
     if result.scheme == "layered":
         console.print("[dim]✗ layer mean below the gate · layers: F fact, B behavior, J judge[/]")
+    console.print(f"[dim]intervals clustered by {escape(clustering(result.parameters))}[/]")
     ranking_lines(result.ranking, console)
     calibration_lines(result.judge_calibration, console)
     repeats_table(result.runs, console)
     print_notes(result.notes, console)
+
+
+def clustering(parameters: Mapping[str, Any]) -> str:
+    """The unit the intervals cluster by, and why: "group (the samples name 14 groups)"."""
+    unit = str(parameters.get("cluster", "sample_id"))
+    reason = parameters.get("cluster_reason")
+    return f"{unit} ({reason})" if reason else unit
 
 
 def calibration_lines(found: dict[str, dict[str, Any]] | None, console: Console) -> None:
@@ -302,6 +311,35 @@ def _tasks_moved(result: CompareResult, console: Console) -> None:
             )
 
 
+def _missing_lines(result: CompareResult, console: Console) -> None:
+    """Per pair, only when some outcome is missing: what each run lacks and why, and the
+    worst/best-case bounds of the difference (`calipers.verdicts.missing_bounds`)."""
+    for pair in result.pairs:
+        b = pair.comparison.missing_bounds
+        if b is None:
+            continue
+        parts = []
+        for name, a in (("treatment", b.treatment), ("control", b.control)):
+            if a.units:
+                parts.append(
+                    f"{name} lacks {a.units} sample(s) ({a.observations} observations: "
+                    f"{a.system_errors} system errors, {a.grader_failures} grader failures)"
+                )
+            if a.scored_worst:
+                parts.append(f"{a.scored_worst} {name} system errors scored at the low bound")
+        if not parts:
+            continue
+        if b.missing and (b.worst is None or b.best is None):
+            parts.append("no declared bounds: the difference is unbounded")
+        elif b.low is not None and b.high is not None:
+            parts.append(f"at worst/best the difference is in [{b.low:+.3f}, {b.high:+.3f}]")
+        style = "yellow" if b.triggered else "dim"
+        line = f"missing outcomes, {pair.comparison.treatment}: " + "; ".join(parts)
+        if b.triggered:
+            line += f" — a PROGRESS or REGRESS must hold across these bounds ({b.trigger})"
+        console.print(f"[{style}]{escape(line)}[/]", highlight=False)
+
+
 def comparison(result: CompareResult, console: Console) -> None:
     style = VERDICT_STYLE[result.verdict]
     console.print(f"[{style}]{result.verdict.value}[/] {escape(result.reason)}")
@@ -336,6 +374,7 @@ def comparison(result: CompareResult, console: Console) -> None:
             )
         console.print(table)
         _tasks_moved(result, console)
+        _missing_lines(result, console)
         calibration_lines(
             {
                 p.comparison.treatment + " − " + result.control: p.judge_calibration
@@ -344,7 +383,7 @@ def comparison(result: CompareResult, console: Console) -> None:
             },
             console,
         )
-        unit = escape(str(result.parameters.get("cluster", "sample_id")))
+        unit = escape(clustering(result.parameters))
         boot = _method(result) in ("percentile", "bca")
         console.print(
             "[dim]* significant · paired units by "
@@ -355,6 +394,8 @@ def comparison(result: CompareResult, console: Console) -> None:
             + (f" split over {len(result.pairs)} treatments" if len(result.pairs) > 1 else "")
             + "[/]"
         )
+    else:
+        console.print(f"[dim]intervals clustered by {escape(clustering(result.parameters))}[/]")
     if result.badges:
         console.print(
             "badges: "

@@ -1,0 +1,196 @@
+"""The distribution-free interval for bounded means (`calipers.stats.betting`), the rule that picks
+it (`calipers.stats.shape`), and the studentized bootstrap for unbounded metrics — against the
+`ville` package, exact enumeration, scipy, and the shapes of data issue 33 measured."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+import pytest
+import ville
+from scipy import stats
+
+import calipers
+from calipers.stats.betting import betting_interval
+from calipers.stats.estimate import NoInterval, mean_interval, paired_interval
+from calipers.stats.shape import t_adequacy
+from calipers.stats.studentized import studentized_interval
+from conftest import MakeSamples
+
+
+@pytest.mark.parametrize(("seed", "n"), [(1, 10), (2, 50), (3, 300), (4, 1000)])
+@pytest.mark.parametrize("bounds", [(0.0, 1.0), (1.0, 5.0)])
+def test_the_sequence_equals_villes_betting_confidence_sequence(
+    seed: int, n: int, bounds: tuple[float, float]
+) -> None:
+    rng = np.random.default_rng(seed)
+    x = bounds[0] + (bounds[1] - bounds[0]) * rng.beta(2, 5, n)
+    grid = 20_001
+    ref = ville.BettingCS(bounds=bounds, alpha=0.05, c=0.5, theta=0.5, grid=grid, intersect=False)
+    ref.fit(x)
+    ref_low, ref_high = ref.interval()
+    ours = betting_interval(x, bounds=bounds, schedule="sequence", truncation=0.5)
+    # ville evaluates the capital on a grid and widens to the neighbouring grid points; ours
+    # solves for the ends: they agree to one grid step, and ours lies inside ville's.
+    step = (bounds[1] - bounds[0]) / (grid - 1)
+    assert ref_low - 1e-12 <= ours.low <= ref_low + 1.5 * step
+    assert ref_high - 1.5 * step <= ours.high <= ref_high + 1e-12
+    assert ours.estimate == pytest.approx(x.mean())
+
+
+def _exact_coverage(n: int, support: np.ndarray, laws: np.ndarray) -> np.ndarray:
+    """Exact coverage of the 95% betting interval for each law on `support`: every sequence of
+    n values, its probability under each law, and whether its interval holds the law's mean."""
+    seqs = np.array(list(itertools.product(range(support.size), repeat=n)))
+    lows, highs = np.empty(len(seqs)), np.empty(len(seqs))
+    for i, seq in enumerate(seqs):
+        made = betting_interval(support[seq], bounds=(0.0, 1.0))
+        lows[i], highs[i] = made.low, made.high
+    counts = np.stack([(seqs == k).sum(axis=1) for k in range(support.size)], axis=1)
+    log_p = counts @ np.log(np.clip(laws, 1e-300, None)).T  # sequences × laws
+    means = laws @ support
+    inside = (lows[:, None] <= means[None, :]) & (means[None, :] <= highs[:, None])
+    return np.asarray((np.exp(log_p) * inside).sum(axis=0))
+
+
+def test_exact_coverage_on_pass_fail_at_every_rate() -> None:
+    p = np.linspace(0.0, 1.0, 201)
+    laws = np.stack([1 - p, p], axis=1)
+    coverage = _exact_coverage(10, np.array([0.0, 1.0]), laws)
+    assert coverage.min() >= 0.95, p[coverage.argmin()]
+
+
+def test_exact_coverage_on_three_point_laws() -> None:
+    # every law on {0, ½, 1} on a grid of the simplex, mass at the bounds included
+    grid = np.linspace(0.0, 1.0, 11)
+    laws = np.array([(a, b, 1 - a - b) for a in grid for b in grid if a + b <= 1 + 1e-12])
+    laws = np.clip(laws, 0.0, 1.0)
+    coverage = _exact_coverage(6, np.array([0.0, 0.5, 1.0]), laws)
+    assert coverage.min() >= 0.95, laws[coverage.argmin()]
+
+
+def test_the_interval_is_the_set_the_capital_does_not_reject() -> None:
+    rng = np.random.default_rng(7)
+    x = rng.uniform(0, 1, 40)
+    made = betting_interval(x, bounds=(0, 1), null_value=made_low_null(x))
+    assert made.p_value == pytest.approx(0.05, abs=1e-3)  # the lower end is where p = α
+
+
+def made_low_null(x: np.ndarray) -> float:
+    return betting_interval(x, bounds=(0, 1)).low
+
+
+def test_values_outside_the_bounds_are_an_error_naming_the_fix() -> None:
+    with pytest.raises(calipers.InputError, match="outside the declared bounds") as err:
+        betting_interval(np.array([0.2, 1.4]), bounds=(0, 1))
+    assert "--bounds" in (err.value.hint or "")
+
+
+def test_random_orders_average_the_capital_and_record_the_seed() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.beta(2, 5, 60)
+    one = betting_interval(x, bounds=(0, 1))
+    eight = betting_interval(x, bounds=(0, 1), orders=8, rng=11)
+    assert eight.seed == 11 and eight.orders == 8 and one.seed is None
+    again = betting_interval(x, bounds=(0, 1), orders=8, rng=11)
+    assert (again.low, again.high) == (eight.low, eight.high)
+    assert abs((eight.high - eight.low) / (one.high - one.low) - 1) < 0.2
+
+
+def test_the_t_rule_reads_scipys_skewness() -> None:
+    rng = np.random.default_rng(5)
+    x = rng.gamma(2.0, 1.0, 80)
+    rule = t_adequacy(x)
+    assert rule.skewness == pytest.approx(stats.skew(x, bias=False))
+    assert rule.needed == int(28 + 25 * rule.skewness**2) + 1
+    assert rule.informative == 80
+
+
+def _skewed_pair(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """A candidate that leaves most items unchanged and moves ~8% of them by +0.6."""
+    base = rng.beta(5, 2, n)
+    control = np.clip(base + rng.normal(0, 0.03, n), 0, 1)
+    treatment = np.clip(base + rng.normal(0, 0.03, n), 0, 1)
+    treatment[: max(1, round(0.08 * n))] += 0.6
+    return control, np.clip(treatment, 0, 1)
+
+
+def test_a_skewed_difference_at_20_items_is_not_a_plain_t() -> None:
+    control, treatment = _skewed_pair(np.random.default_rng(2), 20)
+    made = paired_interval(control, treatment, bounds=(0, 1))
+    assert made.method == "betting" and made.formula == "hedged-capital"
+    assert made.reason is not None and "too few for a t interval" in made.reason
+    assert made.bounds == (-1.0, 1.0)
+
+
+def test_a_bimodal_run_at_10_items_is_not_a_plain_t() -> None:
+    rng = np.random.default_rng(4)
+    latent = np.where(rng.random(10) < 0.5, 0.0, 1.0)
+    control = np.clip(latent + rng.normal(0, 0.05, 10), 0, 1)
+    treatment = np.clip(latent + rng.normal(0, 0.05, 10), 0, 1)
+    assert mean_interval(control, bounds=(0, 1)).method == "betting"
+    assert paired_interval(control, treatment, bounds=(0, 1)).method == "betting"
+
+
+def test_without_bounds_a_skewed_metric_gets_the_studentized_bootstrap_or_a_refusal() -> None:
+    rng = np.random.default_rng(9)
+    made = mean_interval(rng.lognormal(0, 1.2, 100))
+    assert made.method == "studentized" and made.formula == "bootstrap-t" and made.seed is not None
+    with pytest.raises(NoInterval, match="declare the metric's bounds"):
+        mean_interval(rng.lognormal(0, 1.2, 8))
+
+
+def test_betting_needs_bounds_when_asked_for_by_name() -> None:
+    with pytest.raises(calipers.InputError, match="declared bounds"):
+        mean_interval(np.linspace(0, 1, 30), method="betting")
+
+
+def test_the_studentized_bootstrap_is_its_formula() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.lognormal(0, 1, 30)
+    made = studentized_interval(x, np.ones_like(x), n_resamples=400, rng=5)
+    draws = np.random.default_rng(5).integers(0, x.size, size=(400, x.size))
+    t_star = []
+    for idx in draws:
+        s = x[idx]
+        t_star.append((s.mean() - x.mean()) / (s.std(ddof=1) / np.sqrt(x.size)))
+    q_low, q_high = np.quantile(t_star, [0.025, 0.975])
+    se = x.std(ddof=1) / np.sqrt(x.size)
+    assert made.standard_error == pytest.approx(se)
+    assert (made.low, made.high) == pytest.approx((x.mean() - q_high * se, x.mean() - q_low * se))
+
+
+def _lognormal_rows(n: int, seed: int) -> list[dict[str, Any]]:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        item = rng.lognormal(0, 1.2)
+        for run, factor in (("a", 1.0), ("b", 1.3)):
+            value = float(item * factor * rng.lognormal(0, 0.2))
+            rows.append({"run": run, "task": "t", "sample_id": f"s{i}", "scores": {"cost": value}})
+    return rows
+
+
+def test_lognormal_scores_without_bounds_read_no_scale_from_their_range(
+    make_samples: MakeSamples,
+) -> None:
+    result = calipers.compare(
+        make_samples(_lognormal_rows(100, 3)), "metric", metric="cost", baseline="a",
+        candidates=["b"],
+    )  # fmt: skip
+    params = result.parameters
+    assert params["scale_span"] is None and params["bounds"] is None
+    assert "no scale is read" in params["scale_source"]
+    assert params["trivial_diff"] == 0.0 and params["min_effect"] is None
+    # a real 30% gain that is significant is PROGRESS, not "below the trivial difference"
+    pair = result.pairs[0]
+    assert pair.comparison.composite.significant
+    assert result.verdict.name == "PROGRESS", result.reason
+    declared = calipers.compare(
+        make_samples(_lognormal_rows(100, 3)), "metric", metric="cost", baseline="a",
+        candidates=["b"], bounds="0,1000",
+    )  # fmt: skip
+    assert declared.parameters["scale_span"] == 1000.0
+    assert declared.parameters["scale_source"] == "declared: --bounds 0,1000"
