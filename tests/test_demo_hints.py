@@ -71,7 +71,7 @@ def test_the_objective_gate_shows_its_cost_figures_and_why_it_differs(
     # and why the layered verdict (quality only) and the objective one (with cost) disagree,
     # with the numbers of both results
     why = " ".join(gate[gate.index("Why they differ") :].split())
-    assert "layered: PROGRESS on quality alone (composite +2.194 [+1.094, +3.295]" in why
+    assert "layered: PROGRESS on quality alone (composite +2.194 [+0.053, +3.418]" in why
     assert "objective: REGRESSED because assistant-v2 costs 3.50× as much a sample" in why
     assert "($0.0007 against $0.0002, +250%), a cost adjustment of -0.100 on every task" in why
     assert "on helmet, pass, price and unlock, where assistant-v1 already scored 1.000" in why

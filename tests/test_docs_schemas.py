@@ -18,7 +18,7 @@ def test_docs_schemas_are_the_packaged_ones() -> None:
         resources.files("calipers.data").joinpath("sample.schema.json").read_text(encoding="utf-8")
     )
     documented = {p.name: p.read_text(encoding="utf-8") for p in DOCS.glob("*.schema.json")}
-    fix = "cp src/calipers/report/schemas/*.json src/calipers/data/sample.schema.json docs/schemas/"
+    fix = "cp src/calipers/render/schemas/*.json src/calipers/data/sample.schema.json docs/schemas/"
     assert sorted(documented) == sorted(packaged), f"docs/schemas/ is out of date: {fix}"
     for name, text in packaged.items():
         assert documented[name] == text, f"docs/schemas/{name} differs from the package's: {fix}"

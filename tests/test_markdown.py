@@ -125,7 +125,11 @@ def test_layered_compare_says_what_the_json_says(tmp_path: Path) -> None:
     assert "Against the control prompt-v1:" in text
     method = c["interval"]["formula"]
     level = f"{report['parameters']['confidence_level']:.0%}"
-    assert f"Interval {method} at {level} · paired by sample\\_id · seed {report['seed']}." in text
+    assert (
+        f"Interval {method} at {level} · paired by sample\\_id (no sample names a group) · seed "
+        f"{report['seed']}." in text
+    )
+    assert "Scale: the layered scheme\\: every layer lies on 1–5." in text
     assert "Samples: prompt-v1 (control) 30 samples · prompt-v2 30 samples." in text
     moved = [name for name, t in pair["tasks"].items() if t["moved"]]
     assert f"**Tasks that moved** for prompt-v2: {len(moved)} of 2 (Holm, α 0.05)" in text
@@ -153,7 +157,9 @@ def test_margin_decision_and_failing_gate(tmp_path: Path) -> None:
     # the other way round: REGRESS, exit 3, and the summary says why
     swapped = ["--baseline", "prompt-v2", "--candidate", "prompt-v1"]
     md, js = tmp_path / "fail.md", tmp_path / "fail.json"
-    args = ["compare", str(LAYERED), "--scheme", "layered", *swapped, "--margin", "0.1", "-q"]
+    # t by name: the per-task tests (15 pairs each) are too small for `auto` to trust t
+    args = ["compare", str(LAYERED), "--scheme", "layered", *swapped, "--margin", "0.1", "-q",
+            "--interval", "t"]  # fmt: skip
     assert main([*args, "--markdown", str(md), "--json", str(js)]) == 3
     text, report = md.read_text(), json.loads(js.read_text())
     assert report["verdict"] == "REGRESS"
@@ -196,7 +202,8 @@ def test_hostile_names_through_compare(tmp_path: Path) -> None:
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     md = tmp_path / "h.md"
     args = ["compare", str(data), "--scheme", "layered", "--baseline", runs["prompt-v1"],
-            "--candidate", runs["prompt-v2"], "-q", "--markdown", str(md)]  # fmt: skip
+            "--candidate", runs["prompt-v2"], "-q", "--markdown", str(md),
+            "--interval", "t"]  # fmt: skip  # t: so that a task moves and its name is shown
     assert main(args) == 0
     html = _md().render(md.read_text())
     assert not re.search(r"<(a|img|script|code|em|del|h[12])\b", html)

@@ -217,6 +217,15 @@ def _paired_compare(report: Mapping[str, Any]) -> list[str]:
         f"Interval {_interval_method(pairs, report)} at {level} · paired by "
         f"{escape(_clustering(params))} · seed {report.get('seed')}.",
     ]
+    if params.get("scale_source"):
+        lines.append(f"Scale: {escape(str(params['scale_source']))}.")
+    for p in pairs:
+        made: Mapping[str, Any] = (p.get("composite") or {}).get("interval") or {}
+        if made.get("method") in ("betting", "studentized") and made.get("reason"):
+            lines.append(
+                f"{escape(p.get('treatment'))}: {escape(str(made.get('formula')))} interval, "
+                f"{escape(str(made.get('reason')))}."
+            )
     return lines
 
 

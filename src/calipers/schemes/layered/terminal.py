@@ -394,6 +394,7 @@ def comparison(result: CompareResult, console: Console) -> None:
             + (f" split over {len(result.pairs)} treatments" if len(result.pairs) > 1 else "")
             + "[/]"
         )
+        _scale_and_method_lines(result, console)
     else:
         console.print(f"[dim]intervals clustered by {escape(clustering(result.parameters))}[/]")
     if result.badges:
@@ -405,3 +406,17 @@ def comparison(result: CompareResult, console: Console) -> None:
             )
         )
     print_notes(result.notes + [n for p in result.pairs for n in p.comparison.notes], console)
+
+
+def _scale_and_method_lines(result: CompareResult, console: Console) -> None:
+    """Where the scale came from, and why `auto` left the t interval when it did."""
+    source = result.parameters.get("scale_source")
+    if source:
+        console.print(f"[dim]scale: {escape(str(source))}[/]")
+    for pair in result.pairs:
+        interval = pair.comparison.composite.interval
+        if interval is not None and interval.method in ("betting", "studentized"):
+            console.print(
+                f"[dim]{escape(pair.comparison.treatment)}: {interval.formula} interval, "
+                f"{escape(interval.reason or 'asked for')}[/]"
+            )

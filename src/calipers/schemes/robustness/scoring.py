@@ -312,9 +312,11 @@ def case_interval(
     cases: list[CaseResult], kinds: tuple[str, ...], *, confidence_level: float, n_resamples: int,
     seed: int, complement: bool, method: str = "auto",
 ) -> Interval | str | None:  # fmt: skip
-    """The pooled mean distance (1 − it when `complement`) over cases as the independent units:
-    cluster-robust t (a score interval when every distance is 0 or 1), clipped to [0, 1].
-    None when no case has such a variant; a string (the reason) when there is no interval."""
+    """The pooled mean distance (1 − it when `complement`) over cases as the independent units,
+    by the engine's `auto` on distances bounded by [0, 1]: a score interval when every distance is
+    0 or 1, the cluster-robust t where the t rule holds, else the distribution-free betting
+    interval; clipped to [0, 1]. None when no case has such a variant; a string (the reason) when
+    there is no interval."""
     values: list[float] = []
     clusters: list[int] = []
     for i, c in enumerate(cases):
@@ -330,6 +332,7 @@ def case_interval(
         result = mean_interval(
             np.array(values), clusters=np.array(clusters), method=method,
             confidence_level=confidence_level, n_resamples=n_resamples, rng=seed,
+            bounds=(0.0, 1.0),  # kelvin's distance lies in [0, 1] by its definition
         )  # fmt: skip
     except NoInterval as why:
         return why.reason
