@@ -134,12 +134,15 @@ def test_a_bimodal_run_at_10_items_is_not_a_plain_t() -> None:
     assert paired_interval(control, treatment, bounds=(0, 1)).method == "betting"
 
 
-def test_without_bounds_a_skewed_metric_gets_the_studentized_bootstrap_or_a_refusal() -> None:
+def test_without_bounds_a_skewed_metric_gets_a_refusal_naming_the_way_out() -> None:
     rng = np.random.default_rng(9)
-    made = mean_interval(rng.lognormal(0, 1.2, 100))
+    with pytest.raises(NoInterval, match="declare the metric's bounds") as refused:
+        mean_interval(rng.lognormal(0, 1.2, 100))
+    assert "too few for a t interval" in refused.value.reason
+    made = mean_interval(rng.lognormal(0, 1.2, 100), method="studentized")
     assert made.method == "studentized" and made.formula == "bootstrap-t" and made.seed is not None
-    with pytest.raises(NoInterval, match="declare the metric's bounds"):
-        mean_interval(rng.lognormal(0, 1.2, 8))
+    with pytest.raises(NoInterval, match="needs at least 10"):
+        mean_interval(rng.lognormal(0, 1.2, 8), method="studentized")
 
 
 def test_betting_needs_bounds_when_asked_for_by_name() -> None:
@@ -156,7 +159,8 @@ def test_the_studentized_bootstrap_is_its_formula() -> None:
     for idx in draws:
         s = x[idx]
         t_star.append((s.mean() - x.mean()) / (s.std(ddof=1) / np.sqrt(x.size)))
-    q_low, q_high = np.quantile(t_star, [0.025, 0.975])
+    q_low = np.quantile(t_star, 0.025, method="lower")
+    q_high = np.quantile(t_star, 0.975, method="higher")
     se = x.std(ddof=1) / np.sqrt(x.size)
     assert made.standard_error == pytest.approx(se)
     assert (made.low, made.high) == pytest.approx((x.mean() - q_high * se, x.mean() - q_low * se))
@@ -184,13 +188,17 @@ def test_lognormal_scores_without_bounds_read_no_scale_from_their_range(
     assert params["scale_span"] is None and params["bounds"] is None
     assert "no scale is read" in params["scale_source"]
     assert params["trivial_diff"] == 0.0 and params["min_effect"] is None
-    # a real 30% gain that is significant is PROGRESS, not "below the trivial difference"
-    pair = result.pairs[0]
-    assert pair.comparison.composite.significant
-    assert result.verdict.name == "PROGRESS", result.reason
+    # too skewed for t, and no bounds: no interval, and the verdict says how to get one
+    assert result.pairs[0].comparison.composite.interval is None
+    assert result.verdict.name == "UNDERPOWERED" and "--bounds" in result.reason, result.reason
     declared = calipers.compare(
         make_samples(_lognormal_rows(100, 3)), "metric", metric="cost", baseline="a",
         candidates=["b"], bounds="0,1000",
     )  # fmt: skip
     assert declared.parameters["scale_span"] == 1000.0
     assert declared.parameters["scale_source"] == "declared: --bounds 0,1000"
+    interval = declared.pairs[0].comparison.composite.interval
+    assert interval is not None and interval.method == "betting"
+    # with a scale declared, a significant gain is judged against 2.5% of it (25), not against a
+    # fraction of the largest value seen
+    assert declared.parameters["trivial_diff"] == pytest.approx(25.0)

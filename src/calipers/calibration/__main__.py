@@ -90,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.group:
         wanted = {c.id for c in GROUPS[args.group]()}
         cells = [c for c in cells if c.id in wanted]
+        grid = f"{grid}, group {args.group}"
     if args.only:
         texts = [t for t in args.only.split(",") if t]
         cells = [c for c in cells if any(t in c.id for t in texts)]

@@ -50,6 +50,7 @@ THETA = 0.5  # the share of the stake on "above m": symmetric
 # narrower than ½ at 10–30 units on continuous scores, the same from 300 (any c < 1 is valid).
 TRUNCATION = 0.75
 BISECTION_STEPS = 60  # 2⁻⁶⁰ of the scale: far below any reported digit
+DETECTABLE_STEPS = 16  # the detectable effect to 2⁻¹⁶ of the scale: a reported figure, no more
 
 
 @dataclass(frozen=True)
@@ -214,3 +215,55 @@ def _root(excess: Callable[[FloatArray], FloatArray], estimate: float, *, lower:
         else:
             out = mid
     return out
+
+
+def betting_detectable(
+    values: npt.ArrayLike,
+    *,
+    bounds: tuple[float, float],
+    weights: npt.ArrayLike | None = None,
+    confidence_level: float = 0.95,
+    standard_error: float = 0.0,
+    power: float = 0.8,
+) -> float:
+    """The smallest true mean difference from 0 the betting interval detects with `power`, in
+    either direction (the larger of the two): the δ at which the interval of these values moved to
+    mean δ (same spread, kept in the bounds) just excludes 0, plus z_power standard errors for
+    the estimate's own noise around it. The interval's half-width is not the same at every
+    location — bets are truncated by how far the candidate mean is from the bounds — so it is
+    solved where the alternative puts it; inf when no δ within the scale is detectable."""
+    from statistics import NormalDist
+
+    lo, hi = float(bounds[0]), float(bounds[1])
+    x = np.asarray(values, dtype=np.float64)
+    w = np.ones_like(x) if weights is None else np.asarray(weights, dtype=np.float64)
+    centred = x - float(w @ x / w.sum())
+    extra = NormalDist().inv_cdf(power) * standard_error
+    alpha = 1.0 - confidence_level
+    threshold = math.log(1.0 / alpha)
+    stake = w / w.max()
+    found = []
+    for sign in (1.0, -1.0):
+
+        def excludes(delta: float, sign: float = sign) -> bool:
+            # 0 is outside the interval exactly when one gambler's capital at 0 reaches 1/α
+            moved = (np.clip(centred + sign * delta, lo, hi) - lo) / (hi - lo)
+            zero = np.array([-lo / (hi - lo)])
+            log_k = _log_capital(
+                moved, _bets(moved, alpha, "interval"), stake, zero, up=sign > 0, c=TRUNCATION
+            )[0]
+            return bool(log_k + math.log(THETA) >= threshold)
+
+        far = min(hi, -lo) if lo < 0 < hi else hi - lo
+        if not excludes(far):
+            found.append(math.inf)
+            continue
+        near, out = 0.0, far
+        for _ in range(DETECTABLE_STEPS):
+            mid = 0.5 * (near + out)
+            if excludes(mid):
+                out = mid
+            else:
+                near = mid
+        found.append(out + extra)
+    return max(found)

@@ -64,14 +64,16 @@ def studentized_interval(
         stop = min(n_resamples, start + per_chunk)
         idx = gen.integers(0, g, size=(stop - start, g))
         th, sd = _ratio_and_se(s[idx], m[idx])
+        flat = sd == 0
         with np.errstate(divide="ignore", invalid="ignore"):
             t = (th - theta) / sd
         # a resample of one repeated unit has no spread: its t* is ±∞ (0 when it hits θ̂)
-        t[sd == 0] = np.sign(th[sd == 0] - theta) * np.inf
-        t[np.isnan(t)] = 0.0
+        t[flat] = np.where(th[flat] > theta, np.inf, np.where(th[flat] < theta, -np.inf, 0.0))
         t_star[start:stop] = t
     alpha = 1.0 - confidence_level
-    q_low, q_high = np.quantile(t_star, [alpha / 2, 1 - alpha / 2])
+    # no interpolation: a quantile between two infinite t* is infinite, not NaN
+    q_low = np.quantile(t_star, alpha / 2, method="lower")
+    q_high = np.quantile(t_star, 1 - alpha / 2, method="higher")
     low, high = theta - float(q_high) * se, theta - float(q_low) * se
     p = 1.0
     if se > 0:

@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from calipers.errors import DataError, InputError
 from calipers.stats import holm
+from calipers.stats.betting import betting_detectable
 from calipers.stats.bootstrap import dense_codes
 from calipers.stats.estimate import (
     Interval,
@@ -444,6 +445,18 @@ def detectable_difference(
     inf when no difference is detectable; None without an interval."""
     if d.interval is None:
         return None
+    if d.interval.method == "betting" and d.interval.bounds is not None:
+        # solved where the alternative puts the interval (its width depends on the location)
+        both = np.isfinite(c) & np.isfinite(t)
+        w = pair_weights(samples, weight, both)
+        codes = dense_codes(units[both])
+        unit_d = cluster_means(t[both] - c[both], codes, w)
+        unit_w = np.bincount(codes, weights=w) if w is not None else np.bincount(codes)
+        return betting_detectable(
+            unit_d, bounds=d.interval.bounds, weights=unit_w.astype(np.float64),
+            confidence_level=d.interval.confidence_level,
+            standard_error=d.interval.standard_error,
+        )  # fmt: skip
     mde = d.interval.detectable_effect()
     if d.interval.formula != "newcombe-cc":
         return mde
