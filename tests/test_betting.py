@@ -202,3 +202,29 @@ def test_lognormal_scores_without_bounds_read_no_scale_from_their_range(
     # with a scale declared, a significant gain is judged against 2.5% of it (25), not against a
     # fraction of the largest value seen
     assert declared.parameters["trivial_diff"] == pytest.approx(25.0)
+
+
+def test_a_rubric_run_of_10_samples_is_not_a_percentile_bootstrap(
+    make_samples: MakeSamples,
+) -> None:
+    from calipers.schemes import get_scheme
+    from calipers.schemes.rubric.scoring import SCALE
+    from rubric_data import rubric_row
+
+    rng = np.random.default_rng(2)
+    rows = [
+        rubric_row("r", f"s{i}", float(np.clip(np.round(rng.normal(4.2, 0.6)), 1, 5)))
+        for i in range(10)
+    ]
+    run = get_scheme("rubric").score(make_samples(rows)).runs["r"]  # type: ignore[attr-defined]
+    finals = np.array([float(e) for e in run_finals(make_samples(rows))])
+    assert run.method == "hedged-capital" and run.interval is not None
+    made = betting_interval(finals, bounds=SCALE)
+    assert run.interval == pytest.approx((made.low, made.high))
+
+
+def run_finals(samples: Any) -> list[Any]:
+    from calipers.schemes import get_scheme
+
+    result = get_scheme("rubric").score(samples)
+    return [e.final for e in result.evaluations]  # type: ignore[attr-defined]

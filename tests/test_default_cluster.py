@@ -37,7 +37,7 @@ def grouped_rows(n_groups: int, per_group: int, seed: int) -> list[dict[str, Any
 def compare(rows: list[dict[str, Any]], **options: Any) -> Any:
     samples = sample_set(rows)
     return calipers.compare(
-        samples, "metric", baseline="c", candidates=["t"], metric="rating", **options
+        samples, "metric", baseline="c", candidates=["t"], metric="rating", interval="t", **options
     )
 
 
@@ -60,7 +60,7 @@ def test_data_with_groups_is_clustered_by_group_by_default() -> None:
     assert by_sample.parameters["cluster"] == "sample_id"
     assert "too narrow if groups share an effect" in by_sample.parameters["cluster_reason"]
     # the run summaries of a score report are clustered the same way
-    scored = calipers.score(sample_set(rows), "metric", metric="rating")
+    scored = calipers.score(sample_set(rows), "metric", metric="rating", interval="t")
     assert scored.parameters["cluster"] == "group"
     assert scored.parameters["cluster_reason"] == "the samples name 14 groups"
     assert "clustered by group (the samples name 14 groups)" in score_markdown(scored.to_dict())
@@ -105,7 +105,7 @@ def test_resolve_cluster_refuses_an_unknown_unit() -> None:
 
 
 def _cli(path: Path, *extra: str) -> list[str]:
-    return ["compare", str(path), "--scheme", "metric", "--metric", "rating", "--baseline", "c",
+    return ["compare", str(path), "--scheme", "metric", "--metric", "rating", "--interval", "t", "--baseline", "c",
             "--candidate", "t", "--gate", "none", *extra]  # fmt: skip
 
 
@@ -133,7 +133,7 @@ def test_cli_clusters_by_group_and_cluster_sample_id_opts_out(
     html = tmp_path / "compare.html"
     assert main(_cli(path, "--html", str(html), "-q")) == 0
     assert "independent unit group (the samples name 14 groups)" in html.read_text()
-    assert main(["score", str(path), "--scheme", "metric", "--metric", "rating"]) == 0
+    assert main(["score", str(path), "--scheme", "metric", "--metric", "rating", "--interval", "t"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "intervals clustered by group (the samples name 14 groups)" in out
 

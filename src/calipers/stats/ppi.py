@@ -197,6 +197,7 @@ def ppi_mean(
             clusters=None if clusters is None else codes[labelled],
             weights=None if w is None else w[labelled],
             confidence_level=confidence_level,
+            method="t",  # the CLT interval PPI++ is compared with (ppi_py's), as before
         )
     )
     return _ppi(
@@ -243,6 +244,7 @@ def ppi_paired_difference(
             clusters=None if clusters is None else codes[both],
             weights=None if w is None else w[both],
             confidence_level=confidence_level,
+            method="t",  # the CLT interval PPI++ is compared with (ppi_py's), as before
         )
     )
     notes: tuple[str, ...] = ()

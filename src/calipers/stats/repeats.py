@@ -233,8 +233,9 @@ def _interval(
 ) -> tuple[Interval | None, str | None]:
     try:
         interval = mean_interval(
-            values, clusters=clusters, weights=weights, confidence_level=confidence_level
-        )
+            values, clusters=clusters, weights=weights, confidence_level=confidence_level,
+            bounds=(0.0, 1.0),  # a probability
+        )  # fmt: skip
     except NoInterval as why:
         return None, why.reason
     # a probability: bounds beyond [0, 1] (a t interval near a bound) are cut, which only adds
@@ -316,7 +317,9 @@ def paired_pass_hat_k(
     t = pass_hat_k(treatment[0], treatment[1], k)
     estimate = float((t - c).mean())
     try:
-        interval = paired_interval(c, t, clusters=item_clusters, confidence_level=confidence_level)
+        interval = paired_interval(
+            c, t, clusters=item_clusters, confidence_level=confidence_level, bounds=(0.0, 1.0)
+        )
     except NoInterval as why:
         return estimate, None, why.reason
     return (
