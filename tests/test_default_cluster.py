@@ -105,8 +105,8 @@ def test_resolve_cluster_refuses_an_unknown_unit() -> None:
 
 
 def _cli(path: Path, *extra: str) -> list[str]:
-    return ["compare", str(path), "--scheme", "metric", "--metric", "rating", "--interval", "t", "--baseline", "c",
-            "--candidate", "t", "--gate", "none", *extra]  # fmt: skip
+    return ["compare", str(path), "--scheme", "metric", "--metric", "rating", "--interval", "t",
+            "--baseline", "c", "--candidate", "t", "--gate", "none", *extra]  # fmt: skip
 
 
 def test_cli_clusters_by_group_and_cluster_sample_id_opts_out(
@@ -133,7 +133,8 @@ def test_cli_clusters_by_group_and_cluster_sample_id_opts_out(
     html = tmp_path / "compare.html"
     assert main(_cli(path, "--html", str(html), "-q")) == 0
     assert "independent unit group (the samples name 14 groups)" in html.read_text()
-    assert main(["score", str(path), "--scheme", "metric", "--metric", "rating", "--interval", "t"]) == 0
+    score = ["score", str(path), "--scheme", "metric", "--metric", "rating", "--interval", "t"]
+    assert main(score) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "intervals clustered by group (the samples name 14 groups)" in out
 
