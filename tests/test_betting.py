@@ -13,9 +13,9 @@ import ville
 from scipy import stats
 
 import calipers
-from calipers.stats.betting import betting_interval
+from calipers.stats.betting import betting_detectable, betting_interval
 from calipers.stats.estimate import NoInterval, mean_interval, paired_interval
-from calipers.stats.shape import t_adequacy
+from calipers.stats.shape import t_adequacy, t_rule_floor, t_rule_probability
 from calipers.stats.studentized import studentized_interval
 from conftest import MakeSamples
 
@@ -228,3 +228,48 @@ def run_finals(samples: Any) -> list[Any]:
 
     result = get_scheme("rubric").score(samples)
     return [e.final for e in result.evaluations]  # type: ignore[attr-defined]
+
+
+def test_without_bounds_no_interval_is_given_by_default_even_where_t_would_look_fine() -> None:
+    # Bahadur & Savage: no rule read from a sample sees the tail it has not shown, so an unbounded
+    # metric gets an interval only when one is named (which assumes light tails)
+    x = np.random.default_rng(3).normal(0, 1, 200)
+    with pytest.raises(NoInterval, match="no bounds are declared") as refused:
+        mean_interval(x)
+    assert "--interval t" in refused.value.reason and "the t interval holds" in refused.value.reason
+    named = mean_interval(x, method="t")  # named: the skewness-corrected t, as auto's t is
+    low, high = stats.t.interval(0.95, 199, x.mean(), stats.sem(x))
+    assert named.method == "t"
+    assert (named.low, named.high) == pytest.approx((low, high), abs=0.01 * (high - low))
+    with pytest.raises(NoInterval, match="no bounds are declared"):
+        paired_interval(x, x + np.random.default_rng(4).normal(0.1, 0.2, 200))
+
+
+def test_the_betting_mde_is_detected_80_percent_of_the_time_on_fresh_samples() -> None:
+    # the reference: the betting interval itself, on fresh samples of a known population moved to
+    # the MDE reported from one sample of it (not the resamples the MDE was solved on)
+    rng = np.random.default_rng(11)
+    n = 30
+    sample = np.clip(rng.normal(0.0, 0.15, n), -1, 1)
+    mde = betting_detectable(sample, bounds=(-1, 1))
+    assert 0 < mde < 1
+    hits = sum(
+        betting_interval(np.clip(rng.normal(mde, 0.15, n), -1, 1), bounds=(-1, 1)).low > 0
+        for _ in range(400)
+    )
+    # 400 fresh samples: 0.8 ± 0.02 (one standard error); the sample's own sd sets the MDE
+    assert 0.70 <= hits / 400 <= 0.90, hits
+
+
+def test_the_t_rules_chance_of_holding_matches_the_rule_applied_to_samples() -> None:
+    rng = np.random.default_rng(8)
+    for n, shape in ((35, None), (48, None), (48, 25.0), (60, 25.0)):
+        skew = 0.0 if shape is None else 2 / np.sqrt(shape)
+        draws = [
+            rng.normal(size=n) if shape is None else rng.gamma(shape, size=n) for _ in range(2000)
+        ]
+        share = np.mean([t_adequacy(x).holds for x in draws])
+        assert t_rule_probability(n, skew) == pytest.approx(share, abs=0.035), (n, shape)
+    assert t_rule_probability(28, 0.0) == 0.0
+    floor = t_rule_floor(0.0)
+    assert t_rule_probability(floor, 0.0) >= 0.99 > t_rule_probability(floor - 1, 0.0)

@@ -160,8 +160,9 @@ def _direct(
     [
         ("layered-judgefail", {}, 30, 2, 0.4, 0.3, 0.0, None),
         ("binary-p0.70", {"metric": "correct"}, 40, 1, 0.6, 0.0, 0.0, None),
-        ("continuous", {"metric": "value"}, 25, 3, 0.3, 0.0, 0.0, None),
-        ("continuous", {"metric": "value"}, 25, 3, 0.3, 0.0, 0.3, None),
+        # the continuous kind is a 0–1 metric: declared, as a proportion or --bounds 0,1 is
+        ("continuous", {"metric": "value", "bounds": "0,1"}, 25, 3, 0.3, 0.0, 0.0, None),
+        ("continuous", {"metric": "value", "bounds": "0,1"}, 25, 3, 0.3, 0.0, 0.3, None),
         ("layered", {}, 30, 3, 0.4, 0.0, 0.3, None),
         # the families: declared bounds, lost outcomes, named groups with no cluster option
         ("skewed-s0.15", {"metric": "value", "bounds": "0,1"}, 30, 1, 0.5, 0.0, 0.0,

@@ -36,13 +36,15 @@ def project(
     extra: str = "",
     cases: Path = CASES,
 ) -> Path:
-    """A directory with kelvin.yaml, a copy of the cases and nothing else."""
+    """A directory with kelvin.yaml, a copy of the cases and nothing else (`extra` may set
+    timeout_s again: it replaces the default, since a key given twice is refused)."""
     root = tmp_path / "project"
     shutil.copytree(cases, root / "cases")
+    timeout = "" if extra.startswith("timeout_s:") else "timeout_s: 20\n"
     (root / "kelvin.yaml").write_text(
         f'run: "{sys.executable} {PIPELINE} {{input}} {{output}}"\n'
         f"cases: cases\ndecision_field: {decision_field}\n"
-        f"governing_types: [gate_rule]\nseed: 0\ntimeout_s: 20\n{extra}"
+        f"governing_types: [gate_rule]\nseed: 0\n{timeout}{extra}"
     )
     return root
 

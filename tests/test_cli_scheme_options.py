@@ -134,9 +134,9 @@ def test_compare_refuses_options_of_a_scheme_that_does_not_compare(
 def test_leaderboard_refuses_a_scheme_that_does_not_rank(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert run_cli(tmp_path, ["leaderboard", str(LAYERED), "--scheme", "layered"]) == 1
+    assert run_cli(tmp_path, ["leaderboard", str(LAYERED), "--scheme", "robustness"]) == 1
     err = capsys.readouterr().err
-    assert "the scheme 'layered' does not rank runs" in err and "reasonscore" in err
+    assert "the scheme 'robustness' does not rank runs" in err and "reasonscore" in err
     assert list(tmp_path.iterdir()) == []
 
 

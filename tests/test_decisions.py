@@ -5,6 +5,7 @@ that regress, 45 that improve)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -148,8 +149,8 @@ def test_tost_is_statsmodels_ttost_paired(make_samples: MakeSamples) -> None:
     ]  # fmt: skip
     result = calipers.compare(
         make_samples(rows), "metric", metric="m", baseline="A", candidates=["B"],
-        margin=0.15, equivalence=True, confidence_level=0.90,
-    )  # fmt: skip
+        margin=0.15, equivalence=True, confidence_level=0.90, interval="t",
+    )  # fmt: skip  # an unbounded metric: t by name (auto gives none without bounds)
     held = result.pairs[0].margin
     assert held is not None and held.tost is not None
     p, lower, upper = ttost_paired(t, c, -0.15, 0.15)
@@ -279,7 +280,8 @@ def test_cli_by_task_lists_moved_tasks(tmp_path: Path, capsys: pytest.CaptureFix
     assert main([*base, "--gate", "none", "--adjust", "bh"]) == 0
     text = capsys.readouterr().out
     assert "2 of 4 tasks moved (Benjamini–Hochberg" in text
-    assert "▲ up" in text and "▼ down" in text
+    # every task's row; ▲ ▼ mark the two that moved
+    assert re.search(r"│up\s*│[^\n]*▲", text) and re.search(r"│down\s*│[^\n]*▼", text)
     out = tmp_path / "none.json"
     assert main([*base, "--gate", "none", "--by", "none", "--json", str(out), "-q"]) == 0
     assert json.loads(out.read_text())["pairs"][0]["task_adjust"] is None

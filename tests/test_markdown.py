@@ -136,7 +136,10 @@ def test_layered_compare_says_what_the_json_says(tmp_path: Path) -> None:
     for name in moved:
         t = pair["tasks"][name]
         assert f"- ▲ {name} {t['diff']:+.3f} \\[{t['low']:+.3f}, {t['high']:+.3f}\\]" in text
-    assert not re.search(r"https?:|www\.|!\[|\]\(|<[a-z]", text)  # link-free, no HTML
+    # link-free, and no HTML but the <details> block that folds the flips away
+    assert not re.search(
+        r"https?:|www\.|!\[|\]\(|<[a-z]", re.sub(r"</?(details|summary)>", "", text)
+    )
     # the file is what the library renders from the JSON report
     assert text == compare_markdown(report, gate="no-regress")
 
@@ -207,12 +210,22 @@ def test_hostile_names_through_compare(tmp_path: Path) -> None:
     assert main(args) == 0
     html = _md().render(md.read_text())
     assert not re.search(r"<(a|img|script|code|em|del|h[12])\b", html)
-    assert html.count("<strong>") == 3  # the verdict twice and "Tasks that moved": none from names
+    # the verdict twice, "Tasks that moved" and "Flips", and the inserted words of the flips'
+    # word diffs (this data has no outputs, so none): none from names
+    assert re.findall(r"<strong>(.*?)</strong>", html) == [
+        "PROGRESS",
+        "PROGRESS",
+        "Tasks that moved",
+        "Flips",
+    ]
     visible = _visible(html).replace("\u2060", "")
     for name in [*runs.values(), *tasks.values()]:
         assert _expected(name) in visible
     rows_html = re.findall(r"<tr>(.*?)</tr>", html, re.S)
     assert all(r.count("<td>") + r.count("<th>") == 5 for r in rows_html)
+    # every task's row: the names in their own cells
+    tasks_rows = [r for r in rows_html if "<td>" in r and r.count("<td>") == 5]
+    assert len(tasks_rows) == 3  # the pair's row and one per task
 
 
 def _check_project(directory: Path) -> Path:
@@ -234,7 +247,7 @@ def test_check_summary(
     i = report["intervals"]["invariance"]
     row = (
         f"| invariance | {inv:.2f} | \\[{i['low']:.2f}, {i['high']:.2f}\\] ({i['formula']}) | "
-        f"{report['invariance_sample']} | {band(inv, 'invariance')} |"
+        f"{report['invariance_sample']} | {band(inv, 'invariance', i)} |"
     )
     assert row in out.splitlines()
     assert f"Seed {report['seed']} · 3 cases · 30 scored perturbations, 0 failed" in out
@@ -310,7 +323,10 @@ def test_tasks_that_moved_are_capped() -> None:
     text = compare_markdown(report)
     listed = [line for line in text.splitlines() if line.startswith("- ▼ task")]
     assert len(listed) == MAX_MOVED and listed[0].startswith("- ▼ task00 -0.100")
-    assert "- and 5 more" in text and "steady" not in text
+    assert "- and 5 more" in text and "- ▲ steady" not in text and "- ▼ steady" not in text
+    # every task's numbers, folded away beyond TASKS_OPEN tasks; the one that did not move too
+    assert "| steady | +0.000 | \\[-0.100, +0.100\\] | 1 | — |" in text
+    assert "<summary>Every task (16)</summary>" in text
     assert f"**Tasks that moved** for b: {MAX_MOVED + 5} of {MAX_MOVED + 6}" in text
     assert "| acc difference | 90% interval |" in text
 

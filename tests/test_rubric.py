@@ -181,7 +181,7 @@ def test_custom_weights_must_name_every_dimension(tmp_path: Path) -> None:
 def test_rubric_file_errors_name_the_field_and_line(tmp_path: Path) -> None:
     path = tmp_path / "r.yaml"
     path.write_text("red_flags:\n  - {id: x, severity: high}\n")
-    with pytest.raises(InputError, match=r"red_flags\.0\.severity"):
+    with pytest.raises(InputError, match=r"line 2, field 'red_flags\[0\]\.severity'"):
         load_rubric(path)
     path.write_text("name: x\nweights: [unclosed\n")
     with pytest.raises(InputError, match="line 2"):

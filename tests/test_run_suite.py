@@ -125,7 +125,8 @@ def test_failures_are_samples_with_their_error(
 def test_every_invocation_failing_is_exit_2(
     suite: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert run(suite, "--run", "v1", pipeline=f"{PY} -c 'import sys; sys.exit(1)'") == 2
+    failing = f"{PY} -c 'import sys; sys.exit(1)' {{input}} {{output}}"
+    assert run(suite, "--run", "v1", pipeline=failing) == 2
     assert "every invocation failed" in capsys.readouterr().err
 
 

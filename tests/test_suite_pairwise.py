@@ -175,7 +175,7 @@ def test_misuse_is_exit_1_before_the_pipeline_runs(
     for bad, message in (("[]", "at least 1 item"), ("[alpha, alpha]", "alpha named twice"),
                          ("{run: alpha}", "valid list")):  # fmt: skip
         err = fails(*stub, path=write_suite(Path("bad.yaml"), 3, against=bad))
-        assert "bad.yaml: field 'judge.pairwise.against'" in err and message in err
+        assert "bad.yaml, line 4, field 'judge.pairwise.against'" in err and message in err
         assert "against: [RUN, ...]" in err
     # none of these ran the pipeline: no run but alpha in the store
     con = duckdb.connect("s.duckdb", read_only=True)

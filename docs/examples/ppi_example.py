@@ -58,7 +58,7 @@ def render() -> str:
 
     head = f"  {'':<34} {'mean':>6}   {'95% interval':<16} width"
     out = [f"A: {N} answers, every one scored 1–5 by the judge, {LABELLED} also by people", head]
-    alone = mean_interval(d["judge"])
+    alone = mean_interval(d["judge"], bounds=(1.0, 5.0))  # a 1–5 judge scale
     out.append(_line("judge alone (uncorrected)", alone.estimate, alone.low, alone.high))
     r = ppi_mean(d["judge"], hide(d["people"]))
     h = r.human_only
@@ -92,7 +92,7 @@ def render() -> str:
     )
 
     out += ["", "B − A on the same answers: B is better, and its style flatters the judge", head]
-    alone = paired_interval(d["judge"], d["judge_b"])
+    alone = paired_interval(d["judge"], d["judge_b"], bounds=(1.0, 5.0))
     out.append(_line("judge alone (uncorrected)", alone.estimate, alone.low, alone.high))
     p = ppi_paired_difference(d["judge"], d["judge_b"], hide(d["people"]), hide(d["better"]))
     h = p.human_only

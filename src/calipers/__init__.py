@@ -14,7 +14,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from calipers.api import Samples, available_schemes, compare, load, open, plan, score
+    from calipers.api import (
+        Samples,
+        available_schemes,
+        compare,
+        load,
+        open,
+        open_sides,
+        plan,
+        score,
+    )
     from calipers.errors import CalipersError, DataError, GateFailed, InputError, ValidationError
 
 __all__ = [
@@ -29,10 +38,11 @@ __all__ = [
     "compare",
     "load",
     "open",
+    "open_sides",
     "plan",
     "score",
 ]
-_API = {"Samples", "available_schemes", "compare", "load", "open", "plan", "score"}
+_API = {"Samples", "available_schemes", "compare", "load", "open", "open_sides", "plan", "score"}
 _ERRORS = {"CalipersError", "DataError", "GateFailed", "InputError", "ValidationError"}
 
 

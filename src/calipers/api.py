@@ -14,19 +14,25 @@ Errors are `calipers.errors.CalipersError` subclasses that name the parameter th
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from calipers.data.mapping import parse_map
 from calipers.data.sampleset import SampleSet
-from calipers.errors import InputError
+from calipers.errors import InputError, ValidationError
 from calipers.schemes import available, get_scheme
 from calipers.schemes.base import Scheme, SchemeResult
 from calipers.verdicts.base import Comparison
 from calipers.verdicts.planning import Plan
 
-__all__ = ["Samples", "available_schemes", "compare", "load", "open", "plan", "score"]
+if TYPE_CHECKING:
+    from calipers.data.sides import Sides
+
+__all__ = [
+    "Samples", "available_schemes", "compare", "load", "open", "open_sides", "plan", "score",
+]  # fmt: skip
 
 
 class Samples(SampleSet):
@@ -73,15 +79,59 @@ def open(
     picked = [runs] if isinstance(runs, str) else list(runs or [])
     where = _paths(source)
     if source is None or where is not None:
-        given = map if isinstance(map, str | None) else ",".join(f"{f}={c}" for f, c in map.items())
         samples = open_samples(
-            where, db=db, runs=picked, rename=rename, format=format, mapping=parse_map(given)
+            where, db=db, runs=picked, rename=rename, format=format, mapping=_mapping(map)
         )
         return _as_samples(samples)
     samples = _open_records(source, rename=rename)
     if picked:
         samples = _only_runs(samples, picked)
     return _as_samples(samples)
+
+
+def open_sides(
+    baseline: str | Path | Sequence[str | Path],
+    candidate: str | Path | Sequence[str | Path],
+    *,
+    names: tuple[str | None, str | None] = (None, None),
+    format: str = "auto",
+    map: str | Mapping[str, str] | None = None,
+) -> tuple[Samples, Sides]:
+    """Two runs from their files (`calipers compare BASE... --vs CANDIDATE...`): each side is
+    files or directories (a harness's output directory) holding one run, read on its own, so
+    both may hold the same samples under the tool's same name. The runs are named `names` (a
+    None derived: the tool's names when they differ, else the directories', else the files',
+    else baseline/candidate); `Sides` has the two names and `.note` says how they were chosen.
+    """
+    from calipers.data.sides import open_sides as read_sides
+
+    def listed(side: str | Path | Sequence[str | Path]) -> list[str | Path]:
+        return [side] if isinstance(side, str | Path) else list(side)
+
+    samples, sides = read_sides(
+        listed(baseline), listed(candidate), names=names, fmt=format, mapping=_mapping(map)
+    )
+    return _as_samples(samples), sides
+
+
+def _mapping(map: str | Mapping[str, str] | None) -> dict[str, str]:
+    given = map if isinstance(map, str | None) else ",".join(f"{f}={c}" for f, c in map.items())
+    return parse_map(given)
+
+
+def only_run(samples: SampleSet, ask: str) -> str:
+    """The run of samples that hold exactly one, where a run must be named and was not; else
+    the error asking for it (`give {ask}`)."""
+    runs = samples.runs()
+    if len(runs) == 1:
+        return runs[0]
+    raise InputError(
+        f"give {ask}",
+        hint=f"{samples.origin} holds {len(runs)} runs: {', '.join(runs[:10]) or '(none)'}"
+        + (" …" if len(runs) > 10 else "")
+        + ".",
+        parameters=["baseline"],
+    )
 
 
 def _paths(source: Any) -> Path | list[Path] | None:
@@ -101,8 +151,8 @@ def _as_samples(samples: SampleSet) -> Samples:
 
 def _open_records(data: Any, *, rename: str | None = None) -> SampleSet:
     """A DataFrame, Arrow table or list of dicts: written to a temporary JSON Lines file and read
-    through the same validation as any file, so every problem is reported the same way."""
-    import json
+    through the same validation as any file, so every problem is reported the same way, naming
+    the frame's row (the list's item)."""
     import tempfile
 
     from calipers.data.source import open_samples
@@ -125,14 +175,95 @@ def _open_records(data: Any, *, rename: str | None = None) -> SampleSet:
             "dicts, or None for the store.",
             parameters=["source"],
         )
+    from calipers.data.model import FIELD_NAMES
+
+    # every field of the model in its order: a table `calipers.load` made (or its frame), whose
+    # JSON fields hold JSON text
+    fields = list(FIELD_NAMES)
+    loaded = (
+        (list(_columns(data)) == fields)
+        if kind in _FRAMES
+        else bool(rows) and all(list(row) == fields for row in rows)
+    )
+    rows = [_plain_maps(row, json_text=loaded) for row in rows]
     with tempfile.TemporaryDirectory(prefix="calipers-open-") as tmp:
         path = Path(tmp) / "samples.jsonl"
         path.write_text(
             "".join(json.dumps(r, default=_json_default) + "\n" for r in rows), encoding="utf-8"
         )
-        samples = open_samples(path, rename=rename, format="jsonl")
+        try:
+            samples = open_samples(path, rename=rename, format="jsonl")
+        except ValidationError as exc:
+            raise _named_as(exc, path, origin, "item" if kind not in _FRAMES else "row") from None
     samples.origin = origin
+    samples.warnings = [w.replace(str(path), origin) for w in samples.warnings]
     return samples
+
+
+_FRAMES = ("pandas", "polars", "pyarrow")
+# A map field as Arrow, pandas and polars give it back: a list of (key, value) pairs
+_MAP_FIELDS = ("scores", "score_weights")
+
+
+def _columns(data: Any) -> list[str]:
+    names = getattr(data, "column_names", None)  # pyarrow
+    return list(names if names is not None else data.columns)
+
+
+def _parsed(text: Any) -> Any:
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _plain_maps(row: dict[str, Any], *, json_text: bool = False) -> dict[str, Any]:
+    """`scores` and `score_weights` as objects again: `calipers.load(...)` gives them as Arrow
+    maps, which `to_pylist()` and `to_pandas()` turn into lists of (key, value) pairs (polars:
+    of {"key", "value"} structs). With `json_text` (a table `calipers.load` made), the JSON
+    fields — `decision`, an assertion's `value`, a tool call's `input` — are JSON text, parsed
+    back into their values."""
+    if json_text:
+        row["decision"] = _parsed(row.get("decision"))
+        for name, key in (("assertions", "value"), ("tools", "input")):
+            items = row.get(name)
+            if items is not None and not isinstance(items, str | bytes):
+                row[name] = [
+                    {**item, key: _parsed(item.get(key))} if isinstance(item, Mapping) else item
+                    for item in items
+                ]
+    for name in _MAP_FIELDS:
+        value = row.get(name)
+        if value is None or isinstance(value, Mapping | str | bytes):
+            continue
+        try:
+            pairs = list(value)
+        except TypeError:
+            continue
+        if all(isinstance(p, Mapping) and set(p) == {"key", "value"} for p in pairs):
+            row[name] = {p["key"]: p["value"] for p in pairs}
+        elif all(isinstance(p, list | tuple) and len(p) == 2 for p in pairs):
+            row[name] = {k: v for k, v in pairs}
+    return row
+
+
+def _named_as(exc: ValidationError, temp: Path, origin: str, unit: str) -> ValidationError:
+    """A problem in the temporary file, named by the data the user gave: `<pandas DataFrame of
+    18 rows>, row 3` (counted from 1: `frame.iloc[2]`; `item 3` of a list)."""
+    from dataclasses import replace
+
+    problems = [
+        replace(
+            p,
+            file=origin if p.file == str(temp) else p.file,
+            unit=unit if p.file == str(temp) else p.unit,
+            message=p.message.replace(str(temp), origin),
+        )
+        for p in exc.problems
+    ]
+    return ValidationError(problems, hint=exc.hint)
 
 
 def _records_of(data: Any, kind: str) -> list[dict[str, Any]]:
@@ -202,7 +333,9 @@ def compare(
 ) -> Comparison:
     """Compare each of `candidates` with `baseline` under `scheme` (any scheme that compares
     runs: layered, metric, objective, or a plugin's). The result has the verdict, `reason`,
-    `to_dict()`, `to_frame()` and `gate_failure(gate)`."""
+    `to_dict()`, `to_frame()` and `gate_failure(gate)`; layered and metric also what changed:
+    `flips` (per candidate, the samples that flipped, `calipers.verdicts.flips`),
+    `to_frame("task")` and `to_frame("sample")`."""
     if isinstance(candidates, str):
         raise InputError(
             "`candidates` is a list of run names, not one string",
@@ -256,8 +389,10 @@ def plan(
     from calipers.verdicts.planning import plan as make_plan
 
     if samples is not None:
-        if baseline is None:
-            raise InputError("give the baseline run to plan from: --baseline RUN")
+        samples = _samples(samples)
+        taken = None
+        if baseline is None:  # the input's only run, said in the plan's notes
+            baseline = taken = only_run(samples, "the baseline run to plan from: --baseline RUN")
         chosen = get_scheme(scheme)
         if not isinstance(chosen, PairedScheme):
             raise InputError(
@@ -265,13 +400,21 @@ def plan(
                 hint="Plan with --scheme metric --metric NAME or --scheme layered.",
             )
         design = chosen.plan(
-            _samples(samples),
+            samples,
             baseline=baseline,
             candidate=candidate,
             correlation=correlation,
             epochs=epochs,
             **options,
         )
+        if taken is not None:
+            from dataclasses import replace
+
+            note = (
+                f"baseline run '{taken}': the only run in {samples.origin} (another: "
+                "--baseline RUN)"
+            )
+            design = replace(design, notes=(note, *design.notes))
     else:
         if options:
             raise InputError(f"options {sorted(options)} need samples to plan from")

@@ -2,10 +2,12 @@
 
 Exit codes (documented in docs/cli.md):
     0  ok
-    1  configuration or input problem (bad file, bad option, unknown scheme)
+    1  configuration or input problem (bad file, bad option, unknown scheme), or a file that
+       failed underneath a command (a damaged store, a full disk, no permission: `StorageError`)
     2  data problem (nothing to score or compare, a required field absent from every sample)
     3  the verdict failed the requested gate
-  130  interrupted (Ctrl-C, SIGTERM); what had finished is kept
+  130  interrupted (Ctrl-C, SIGTERM) at any moment; what had finished is kept, and the message
+       says whether the command's store writes committed (calipers.writes)
 """
 
 from __future__ import annotations
@@ -101,6 +103,13 @@ class ValidationError(InputError):
             f"{head}:\n{shown}{more}",
             hint=hint or "Fix the listed fields (see `calipers schema`) and run the command again.",
         )
+
+
+class StorageError(InputError):
+    """A file calipers reads or writes failed underneath it: a damaged or cut-short store, a full
+    disk, no permission, a read-only file system (exit 1). The message names the path and the
+    cause; nothing was half-written (the store's writes are transactions, other files are written
+    to a temporary name and renamed)."""
 
 
 class DataError(CalipersError):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 import numpy as np
@@ -409,6 +409,12 @@ class Concentrated(Model):
         return (1.0 - self.share) * base + self.share * moved
 
 
+def spread(m: Model) -> Model:
+    """The model with its effects spread over every item (a concentrated model's share set to
+    1: every item's step moves by δ); other models are returned as they are."""
+    return replace(m, share=1.0) if isinstance(m, Concentrated) else m
+
+
 def logit_for_mean(mean: float, scale: float) -> float:
     """The location whose logit-normal(loc, scale) population mean is `mean`."""
     return bisect(lambda loc: Logit(loc, scale).mean(), mean, -30.0, 30.0)
@@ -448,10 +454,14 @@ def model(name: str) -> Model:
         )  # fmt: skip
     if name == "judge":
         return Metric(
-            Judge(), "1–5 judge, q ~ N(3.6, 0.8), score round(q + N(0, 0.5))", bounds=(1.0, 5.0)
-        )
+            Judge(), "1–5 judge, q ~ N(3.6, 0.8), score round(q + N(0, 0.5))",
+            bounds=(1.0, 5.0), scheme_declares=True,
+        )  # fmt: skip
     if name == "continuous":
-        return Metric(BetaClip(), "[0, 1] metric, item mean ~ Beta(2, 5), + N(0, 0.1) clipped")
+        return Metric(
+            BetaClip(), "[0, 1] metric, item mean ~ Beta(2, 5), + N(0, 0.1) clipped",
+            bounds=(0.0, 1.0), scheme_declares=True,
+        )  # fmt: skip
     if name == "rare":
         loc = logit_for_mean(RARE_MEAN, RARE_SCALE)
         return Metric(

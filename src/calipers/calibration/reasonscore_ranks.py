@@ -43,11 +43,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-import duckdb
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from calipers.data.duck import connect
 from calipers.data.files import sql_name
 from calipers.data.model import duckdb_columns
 from calipers.data.sampleset import SampleSet
@@ -205,7 +205,7 @@ def simulate(design: Design, rng: np.random.Generator) -> pa.Table:
 def sample_set(table: pa.Table) -> SampleSet:
     """The samples as the scheme reads them: a table with the model's columns (the others null),
     names made as a file's would be."""
-    con = duckdb.connect()
+    con = connect()
     columns = ", ".join(f"{sql_name(n)} {t}" for n, t in duckdb_columns().items())
     con.execute(f"CREATE TABLE samples ({columns})")
     con.register("simulated", table)

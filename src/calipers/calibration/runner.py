@@ -213,6 +213,14 @@ def _paired_phase(
     return phase
 
 
+MDE_SHARE = 0.5  # detection is measured at MDEs up to this share of the declared scale
+
+
+def _declared_width(cell: Cell, model: models.Model) -> float | None:
+    bounds = declared_bounds(cell, model)
+    return None if bounds is None else bounds[1] - bounds[0]
+
+
 def declared_bounds(cell: Cell, model: models.Model) -> tuple[float, float] | None:
     """The bounds the engine is given: the scale's, when the scheme declares them itself (0/1
     outcomes, layers on 1–5) or the cell declares them (as --bounds does); else none."""
@@ -394,17 +402,31 @@ def run_cell(cell: Cell, settings: Settings) -> CellOutcome:
             notes.append("detection skipped: the engine reports no MDE")
         elif mde <= 0:
             notes.append("detection skipped: the median MDE is 0")
+        elif (width := _declared_width(cell, model)) is not None and mde > MDE_SHARE * width:
+            # an MDE over half the scale: no spread shift reaches it (the alternative piles the
+            # scores against a bound, which is not the MDE's assumption), and every comparison
+            # that quotes it is UNDERPOWERED (it is 10× the smallest effect worth detecting)
+            notes.append(
+                f"detection skipped: the MDE {mde:.3g} is over half the scale's width {width:g}"
+            )
+            mde = None
         else:
-            # +MDE, or −MDE when no system of this kind is that much better (near a bound)
-            at = models.shift_for(model, mde, failure)
+            # +MDE, or −MDE when no system of this kind is that much better (near a bound); an
+            # MDE promises power for an effect spread over the items (docs/statistics.md), so a
+            # model whose effects are concentrated on a share of them is tried spread here (its
+            # concentrated effects have their own phases: fixed, mirror)
+            spread = models.spread(model)
+            if spread is not model:
+                notes.append("detection at the MDE with the effect spread over every item")
+            at = models.shift_for(spread, mde, failure)
             if at is None:
-                at = models.shift_for(model, -mde, failure)
+                at = models.shift_for(spread, -mde, failure)
                 if at is not None:
                     notes.append(f"detection at −MDE: no system is {mde:.3g} better")
             if at is None:
                 notes.append(f"detection skipped: the MDE {mde:.3g} is out of reach both ways")
             else:
-                phases.append(_paired_phase(cell, model, "mde", at, reps_alt, settings))
+                phases.append(_paired_phase(cell, spread, "mde", at, reps_alt, settings))
         if cell.fixed_diff is not None:
             fixed = models.shift_for(model, cell.fixed_diff, failure)
             assert fixed is not None

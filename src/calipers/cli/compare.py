@@ -8,17 +8,22 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
+from rich.console import Console
 
 from calipers import api
+from calipers.cli.compare_inputs import VsCommand, open_compared, vs_option
 from calipers.cli.data import print_warnings
 from calipers.cli.main import cli
 from calipers.cli.options import (
+    FiniteRange,
     bootstrap_options,
     db_option,
     given_scheme_options,
     html_option,
     json_option,
     layered_metric_options,
+    map_option,
     markdown_option,
     objective_options,
     one_stdout,
@@ -26,17 +31,22 @@ from calipers.cli.options import (
 )
 from calipers.cli.output import emit
 from calipers.errors import GateFailed, InputError
+from calipers.render.changes import FLIPS_SHOWN, flips_terminal
 from calipers.render.markdown import compare_markdown
-from calipers.schemes import get_scheme
+from calipers.render.text import escape
+from calipers.schemes import available, get_scheme
+from calipers.verdicts.flips import LISTED
 
 
-@cli.command("compare")
-@click.argument("files", metavar="[FILE]...", nargs=-1, type=click.Path(path_type=Path))
+@cli.command("compare", cls=VsCommand)
+@click.argument("files", metavar="[FILE|DIR]...", nargs=-1, type=click.Path(path_type=Path))
+@vs_option
 @click.option(
     "--scheme",
     "scheme_name",
-    required=True,
-    help="A scheme that compares runs: layered, metric, objective (`calipers schemes`).",
+    default=None,
+    help="A scheme that compares runs: layered, metric, objective (`calipers schemes`). "
+    "Required; without it the error lists the schemes that compare.",
 )
 @click.option("--baseline", "--control", "baseline", help="The run to compare against.")
 @click.option(
@@ -51,14 +61,14 @@ from calipers.schemes import get_scheme
 @objective_options
 @click.option(
     "--trivial-diff",
-    type=click.FloatRange(min=0),
+    type=FiniteRange(min=0),
     default=None,
     help="layered, metric: a significant difference smaller than this is CAUTIOUS, gain or drop "
     "(on the composite's scale; default 2.5% of it: 0.1 on 1–5 layers, 0.025 on pass rates).",
 )
 @click.option(
     "--min-effect",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteRange(min=0, min_open=True),
     default=None,
     help="layered, metric: the smallest difference worth detecting; a comparison that could not "
     "detect it is UNDERPOWERED (default 5% of the scale: 0.2 on 1–5 layers, 0.05 on pass rates).",
@@ -101,6 +111,18 @@ from calipers.schemes import get_scheme
     "default), or the scale's low bound (worst). See docs/statistics.md.",
 )
 @click.option(
+    "--flips",
+    "flips",
+    type=click.IntRange(min=0),
+    default=FLIPS_SHOWN,
+    show_default=True,
+    metavar="N",
+    help="layered, metric: the N largest regressions and improvements per pair shown in the "
+    "terminal and the Markdown summary, with input, expected, both outputs (a word diff), the "
+    "per-epoch values and the judges' rationales (the JSON report and the page list up to "
+    f'max(N, {LISTED}); every sample: to_frame("sample")).',
+)
+@click.option(
     "--gate",
     type=click.Choice(["no-regress", "ship", "non-inferior", "none"]),
     default="no-regress",
@@ -108,6 +130,7 @@ from calipers.schemes import get_scheme
     help="Exit 3 on REGRESS (no-regress), unless PROGRESS / promoted (ship), unless every "
     "treatment is non-inferior or better at --margin (non-inferior), or never.",
 )
+@map_option
 @json_option
 @html_option
 @markdown_option
@@ -115,7 +138,9 @@ from calipers.schemes import get_scheme
 @db_option
 def compare_command(
     files: tuple[Path, ...],
-    scheme_name: str,
+    vs: tuple[Path, ...],
+    column_map: str | None,
+    scheme_name: str | None,
     baseline: str | None,
     candidates: tuple[str, ...],
     gate: str,
@@ -124,10 +149,15 @@ def compare_command(
     markdown_out: str | None,
     db: Path,
     by: str | None,
+    flips: int,
     **params: Any,
 ) -> None:  # fmt: skip
     """Compare runs of FILE (read directly; several files are read together, as one import
-    would store them) or of the store.
+    would store them; a directory stands for a harness's files in it) or of the store. Without
+    --baseline, an input holding one run takes it.
+
+    BASE... --vs CANDIDATE...: two sides, each one run (files or directories, e.g. two inspect
+    log directories of one model), named by --baseline/--candidate or by what tells them apart.
 
     layered and metric: paired bootstrap by sample, layer gates, and one of six verdicts
     (PROGRESS, CAUTIOUS, REGRESS, NOISE, UNDERPOWERED, SOLO); --gate ship passes on PROGRESS.
@@ -136,12 +166,25 @@ def compare_command(
     objective: per-task composite deltas, hard regressions, improved / neutral / regressed and
     the promote decision; --gate ship passes only when the candidate is promoted.
 
+    layered and metric also show what changed: every task's difference with its interval,
+    adjusted p and n, and the samples that flipped (the 2×2 table of pass/fail samples or the
+    quantiles of the changes, regressions and improvements by class — stable, flaky,
+    judge-only, error — where they concentrate, and the --flips N largest with their text).
+
     --markdown PATH|- writes a compact summary (verdict, interval, margin decision, the tasks
-    that moved, seed, samples) for a pull request comment or $GITHUB_STEP_SUMMARY.
+    that moved and every task's numbers, seed, samples, the flips folded in a <details> block)
+    for a pull request comment or $GITHUB_STEP_SUMMARY.
 
     Exit codes: 0 the verdict passes the gate, 1 input problem (an option the scheme does not
     take included), 2 the runs share no sample, 3 the verdict fails the gate.
     """
+    if scheme_name is None:
+        comparing = [name for name, cls in available().items() if cls.CompareOptions is not None]
+        raise InputError(
+            "compare needs --scheme: which method compares the runs",
+            hint=f"Choose one of: {', '.join(comparing)} (metric: a harness's per-sample score "
+            "such as accuracy, with --metric NAME; layered: assertions and judgments).",
+        )
     scheme = get_scheme(scheme_name)
     one_stdout(json=json_out, markdown=markdown_out)
     if gate == "non-inferior" and params.get("margin") is None:
@@ -152,24 +195,65 @@ def compare_command(
     options = given_scheme_options(params)
     if by is not None:
         options["by_task"] = by == "task"
+    typed = click.get_current_context().get_parameter_source("flips")
+    if typed in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT):
+        options["flips"] = max(flips, LISTED)  # a scheme without flips refuses --flips
     scheme.compare_options(**options)  # refuse what the scheme does not take before reading data
-    if baseline is None:
-        raise InputError("give the run to compare against: --baseline RUN (or --control RUN)")
-    source = None if not files else files[0] if len(files) == 1 else list(files)
-    with api.open(source, db=None if files else db) as samples:
+    samples, baseline, runs = open_compared(
+        files, vs, baseline, candidates, db=db, column_map=column_map
+    )
+    candidates = tuple(runs)
+    with samples:
         print_warnings(samples.warnings)
         result = api.compare(
             samples, scheme.name, baseline=baseline, candidates=list(candidates), **options
         )
     failure = result.gate_failure(gate)
+    report = result.to_dict()
+    if gate != "none":  # how the gate went, in the JSON, on the page and in the terminal
+        report["gate"] = gate_result(gate, failure, scheme.name, report)
+
+    def show(console: Console) -> None:
+        scheme.compare_terminal(result, console)
+        flips_terminal(report, console, top=flips)  # the samples that changed, if any
+        if "gate" in report:
+            console.print(gate_line(report["gate"]), highlight=False)
+
     emit(
-        result.to_dict(),
+        report,
         json_out=json_out,
         html_out=html_out,
         page=scheme.compare_page,
-        show=lambda console: scheme.compare_terminal(result, console),
+        show=show,
         markdown_out=markdown_out,
-        markdown=lambda report: compare_markdown(report, gate=gate, gate_failure=failure),
+        markdown=lambda report: compare_markdown(
+            report, gate=gate, gate_failure=failure, flips=flips
+        ),
     )
     if failure:
         raise GateFailed(failure, hint=result.reason)
+
+
+def gate_result(
+    gate: str, failure: str | None, scheme: str, report: dict[str, Any]
+) -> dict[str, Any]:
+    """The gate's name, whether it passed, the rule it applies (with its threshold) and, when it
+    failed, why."""
+    margin = (report.get("parameters") or {}).get("margin")
+    rules = {
+        "no-regress": "fails on a REGRESS verdict",
+        "ship": "passes only when the candidate is promoted" if scheme == "objective"
+        else "passes only on PROGRESS",
+        "non-inferior": "passes when every candidate is non-inferior or better at the margin"
+        + ("" if margin is None else f" ±{margin:.3g}"),
+    }  # fmt: skip
+    return {"name": gate, "passed": failure is None, "rule": rules.get(gate, gate),
+            "failure": failure}  # fmt: skip
+
+
+def gate_line(found: dict[str, Any]) -> str:
+    """The gate's line in the terminal: passed with its rule, or failed with why."""
+    head = f"gate {escape(found['name'])}: "
+    if found["passed"]:
+        return head + f"[green]passed[/] ({escape(found['rule'])})"
+    return head + f"[red]failed[/], exit 3 ({escape(found['rule'])}): {escape(found['failure'])}"

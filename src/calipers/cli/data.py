@@ -6,6 +6,7 @@ import json
 import sys
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.table import Table
@@ -15,6 +16,7 @@ from calipers.cli.options import as_option, db_option, map_option, quiet_option,
 from calipers.data.adapters import ADAPTERS
 from calipers.data.files import write_atomic
 from calipers.data.mapping import parse_map
+from calipers.data.run_metrics import run_metric_means
 from calipers.data.store import Store, describe_runs
 from calipers.errors import InputError
 from calipers.render.text import escape
@@ -27,7 +29,9 @@ def print_warnings(warnings: list[str]) -> None:
 
 
 @cli.command("import")
-@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument(
+    "files", metavar="PATHS...", nargs=-1, required=True, type=click.Path(path_type=Path)
+)
 @runs_option
 @as_option
 @map_option
@@ -42,6 +46,15 @@ def print_warnings(warnings: list[str]) -> None:
     "log, deepeval test run, HELM run directory, NeMo Evaluator BYOB predictions, Phoenix "
     "experiment download), else by extension.",
 )
+@click.option(
+    "--name-by",
+    type=click.Choice(["tool", "directory", "file"]),
+    default="tool",
+    show_default=True,
+    help="Name each PATH's runs after the tool's names (the model, …), the directory given (or "
+    "the file's directory), or the file's name: `import logs/v1 logs/v2 --name-by directory` "
+    "makes runs v1 and v2 of two logs of one model.",
+)
 @quiet_option
 @db_option
 def import_(
@@ -50,14 +63,19 @@ def import_(
     rename: str | None,
     column_map: str | None,
     fmt: str,
+    name_by: str,
     db: Path,
 ) -> None:
-    """Validate FILES and import them into the store, all in one transaction. --run imports
-    only the runs named; --as names the run of everything imported."""
+    """Validate PATHS and import them into the store, all in one transaction. A directory
+    stands for a harness's output in it (an inspect_ai log directory, an lm-eval output
+    directory, promptfoo files, …). --run imports only the runs named; --as names the run of
+    everything imported; --name-by names each PATH's runs after it."""
+    if rename is not None and name_by != "tool":
+        raise InputError("--as and --name-by both name the runs: give one")
     with Store(db) as store:
         summary = store.import_files(
             list(files), rename=rename, runs=runs or None, format=fmt,
-            mapping=parse_map(column_map),
+            mapping=parse_map(column_map), name_by=name_by,
         )  # fmt: skip
     print_warnings(summary.warnings)
     replaced = (
@@ -83,9 +101,14 @@ def import_(
 @quiet_option
 @db_option
 def runs(json_out: str | None, db: Path) -> None:
-    """List the runs in the store with their sample counts."""
+    """List the runs in the store with their sample counts and headline numbers: the mean of
+    `correct` and of each metric in `scores` over the run's observations, with how many have it
+    (`calipers score --scheme metric` gives intervals, `calipers leaderboard` ranks)."""
     with Store(db, read_only=True) as store:
         infos = describe_runs(store.runs())
+        means = run_metric_means(store)
+    for info in infos:
+        info["metrics"] = means.get(info["run"], {})
     if json_out:
         text = json.dumps(infos, indent=2) + "\n"
         if json_out == "-":
@@ -105,8 +128,9 @@ def runs(json_out: str | None, db: Path) -> None:
         ("tasks", "right"),
         ("epochs", "right"),
         ("last import", "left"),
+        ("metrics: mean (n)", "left"),
     ):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for i in infos:
         table.add_row(
             escape(i["run"]),
@@ -114,8 +138,23 @@ def runs(json_out: str | None, db: Path) -> None:
             str(i["tasks"]),
             str(i["epochs"]),
             (i["last_import"] or "")[:19].replace("T", " "),
+            _metrics_cell(i["metrics"]),
         )
     stdout_console().print(table)
+
+
+METRICS_LISTED = 4  # per run in the table (the JSON has all)
+
+
+def _metrics_cell(metrics: dict[str, dict[str, Any]]) -> str:
+    """One line per metric, "accuracy 0.594 (320)"; "—" without any; "+ 3 more" past
+    METRICS_LISTED."""
+    shown = [
+        f"{escape(name)} {'—' if m['mean'] is None else format(m['mean'], '.3f')} ({m['n']:,})"
+        for name, m in list(metrics.items())[:METRICS_LISTED]
+    ]
+    more = len(metrics) - METRICS_LISTED
+    return "\n".join(shown) + (f"\n+ {more} more" if more > 0 else "") if shown else "—"
 
 
 @cli.command()

@@ -3,8 +3,9 @@
 Each command module registers its commands on `cli`, and is imported only when one of its commands
 runs (or help lists them all), so `calipers check` does not pay for the statistics stack; every
 command parses its options, makes one library call and renders the result. Errors raised on
-purpose (`CalipersError`) become one message with a hint and a documented exit code; nothing else
-is caught here, so real bugs keep their traceback.
+purpose (`CalipersError`) become one message with a hint and a documented exit code, and so do
+storage failures (a damaged store, a full disk, no permission: `failures.storage_failure`); nothing
+else is caught here, so real bugs keep their traceback.
 """
 
 from __future__ import annotations
@@ -44,6 +45,19 @@ class LazyGroup(click.Group):
         if module is not None and cmd_name not in self.commands:
             importlib.import_module(f"calipers.cli.{module}")
         return super().get_command(ctx, cmd_name)
+
+    def invoke(self, ctx: click.Context) -> object:
+        """The command; a storage failure under it (a damaged store, a full disk, no
+        permission) becomes a `StorageError` naming the path, for the boundary in `main`."""
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            from calipers.cli.failures import STORE_KEY, storage_failure
+
+            failure = storage_failure(exc, ctx.meta.get(STORE_KEY))
+            if failure is None:
+                raise
+            raise failure from exc
 
 
 @click.group(
@@ -89,12 +103,32 @@ def _register_commands() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; return the process exit code."""
+    """Run the command line; return the process exit code. Ctrl-C or SIGTERM at any moment is
+    exit 130 with a line that says whether the command's store writes committed
+    (`calipers.writes`); whatever an interrupt makes a library raise on its way out (DuckDB's
+    "Query interrupted") is the interrupt, not a bug, and shows no traceback."""
+    from calipers import writes
+
     err = stderr_console()
+    writes.reset()
+    signals = _Signals()
     try:
-        with _interrupts():
-            cli.main(args=argv, prog_name="calipers", standalone_mode=False)
+        with _interrupts(signals):
+            return _command(argv, err, signals)
+    except KeyboardInterrupt:  # a second Ctrl-C while the first was being reported
+        return _interrupted(err)
+
+
+class _Signals:
+    received = False  # Ctrl-C or SIGTERM arrived while the command ran
+
+
+def _command(argv: list[str] | None, err: Console, signals: _Signals) -> int:
+    try:
+        cli.main(args=argv, prog_name="calipers", standalone_mode=False)
     except CalipersError as exc:
+        if signals.received and exc.exit_code != EXIT_INTERRUPTED:
+            return _interrupted(err)  # an error the interrupt caused (a half-read file)
         message, hint = _in_flags(exc)
         label = "interrupted" if exc.exit_code == EXIT_INTERRUPTED else "error"
         err.print(f"[bold red]{label}:[/] {_escape(message)}")
@@ -102,32 +136,48 @@ def main(argv: list[str] | None = None) -> int:
             err.print(f"[dim]hint:[/] {_escape(hint)}")
         return exc.exit_code
     except click.exceptions.Exit as exc:
-        return int(exc.exit_code or 0)
+        return _interrupted(err) if signals.received else int(exc.exit_code or 0)
     except click.ClickException as exc:
         # Usage errors are input problems: exit 1, not click's 2 (2 means a data problem here).
         # The message quotes the bad value: control characters in it are shown, not sent.
         from calipers.data.files import visible_controls
+        from calipers.redact import scrub
 
         text = io.StringIO()
         exc.show(file=text)
-        sys.stderr.write(visible_controls(text.getvalue()))
+        sys.stderr.write(visible_controls(scrub(text.getvalue())))
         return EXIT_INPUT
-    except click.exceptions.Abort:
-        err.print("interrupted")
-        return EXIT_INTERRUPTED
-    return 0
+    except click.exceptions.Abort:  # click's KeyboardInterrupt
+        return _interrupted(err)
+    except BaseException:
+        if signals.received:  # e.g. DuckDB's RuntimeError("Query interrupted")
+            return _interrupted(err)
+        raise  # a real bug keeps its traceback
+    return _interrupted(err) if signals.received else 0
+
+
+def _interrupted(err: Console) -> int:
+    """The "interrupted" line: what the command's store writes came to, truthfully."""
+    from calipers import writes
+
+    err.print(f"[bold red]interrupted:[/] {_escape(writes.summary())}")
+    return EXIT_INTERRUPTED
 
 
 @contextlib.contextmanager
-def _interrupts() -> Iterator[None]:
+def _interrupts(signals: _Signals) -> Iterator[None]:
     """Ctrl-C and SIGTERM stop the children at once (pipelines, command judges) and then unwind
-    as KeyboardInterrupt, so each command keeps what had finished. Only the main thread can set
+    as KeyboardInterrupt, so each command keeps what had finished — except in the middle of a
+    store's COMMIT or ROLLBACK (`calipers.writes.shielded`), where the interrupt is raised when it
+    ends, so that every write is either committed or not. Only the main thread can set
     handlers; elsewhere (a test runner's thread) nothing changes."""
-    from calipers import processes
+    from calipers import processes, writes
 
     def stop(signum: int, frame: object) -> None:
+        signals.received = True
         processes.stop_all()
-        raise KeyboardInterrupt
+        if not writes.defer_interrupt():
+            raise KeyboardInterrupt
 
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -157,15 +207,21 @@ def _in_flags(exc: CalipersError) -> tuple[str, str | None]:
 
 
 def _escape(text: str) -> str:
+    """For the terminal: markup escaped, and any secret an error quotes (a judge's or a
+    pipeline's message) masked."""
+    from calipers.redact import scrub
     from calipers.render.text import escape
 
-    return escape(text)
+    return escape(scrub(text))
 
 
 def run() -> None:
     """Console-script wrapper: exit with `main`'s code. After an interrupt, exit at once: a judge
     call still in flight on a worker thread must not hold the process (its reply is not needed)."""
-    code = main()
+    try:
+        code = main()
+    except KeyboardInterrupt:  # after main restored the handlers, before it returned
+        code = _interrupted(stderr_console())
     if code == EXIT_INTERRUPTED:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -7,6 +7,7 @@ options decide the defaults, and an option the scheme does not take is an error 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,25 @@ FLAGS = {
     "db": "--db",
     "detail": "--tasks",
 }
+
+
+class FiniteRange(click.FloatRange):
+    """A number option: click's float (and FloatRange) take `nan`, `inf` and `-inf`, which no
+    option means; they are refused as usage errors (exit 1). Without bounds, any finite number."""
+
+    name = "number"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
+
+    def _describe_range(self) -> str:
+        return super()._describe_range() if (self.min, self.max) != (None, None) else "finite"
+
+
+FINITE = FiniteRange()
 
 
 def flag_for(parameter: str) -> str:
@@ -87,13 +107,20 @@ def map_option(func: Any) -> Any:
 
 
 def db_option(func: Any) -> Any:
-    """`--db PATH`: the store, for every command that touches it."""
+    """`--db PATH`: the store, for every command that touches it (remembered for the error
+    boundary, which names it when the store fails underneath the command)."""
+
+    def remember(ctx: click.Context, _: click.Parameter, value: Path) -> Path:
+        ctx.meta["calipers.store"] = value  # failures.STORE_KEY
+        return value
+
     return click.option(
         "--db",
         type=click.Path(path_type=Path, dir_okay=False),
         default=DEFAULT_DB,
         envvar="CALIPERS_DB",
         show_default=True,
+        callback=remember,
         help="The store: an embedded DuckDB file.",
     )(func)
 
@@ -233,7 +260,7 @@ def bootstrap_options(func: Any) -> Any:
                      help="Bootstrap resamples (where a bootstrap interval is used)."),
         click.option("--seed", type=click.IntRange(min=0), default=DEFAULT_SEED,
                      show_default=True, help="Seed of the bootstrap (recorded in the report)."),
-        click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+        click.option("--confidence", type=FiniteRange(0, 1, min_open=True, max_open=True),
                      default=0.95, show_default=True,
                      help="Confidence level (split α/K over K treatments)."),
     ])  # fmt: skip
@@ -256,7 +283,7 @@ def layered_metric_options(func: Any) -> Any:
                      help="layered: correct the judge layer (each run's mean and each paired "
                      "difference) by the samples with human labels, by PPI++ (docs/judges.md); "
                      "at least 30 labelled samples."),
-        click.option("--threshold", type=float, default=3.5, show_default=True,
+        click.option("--threshold", type=FINITE, default=3.5, show_default=True,
                      help="layered: the gate every present layer's mean must reach."),
         click.option("--interval", type=click.Choice(list(INTERVAL_METHODS)), default="auto",
                      show_default=True,
@@ -289,20 +316,20 @@ def objective_options(func: Any) -> Any:
         click.option("--config", "objective_config", type=click.Path(path_type=Path,
                      dir_okay=False), default=None,
                      help="objective: thresholds and weights from a YAML or JSON file."),
-        click.option("--min-composite-gain", type=float, default=None,
+        click.option("--min-composite-gain", type=FINITE, default=None,
                      help="objective: a net gain above this is improved, at or below its "
                      "negative regressed (default 0.01)."),
-        click.option("--regression-composite-drop", type=float, default=None,
+        click.option("--regression-composite-drop", type=FINITE, default=None,
                      help="objective: a task whose composite falls by more than this is a hard "
                      "regression (default 0.05)."),
         click.option("--objective-drop-is-regression/--objective-drop-allowed", default=None,
                      help="objective: any objective drop is a hard regression (default on)."),
-        click.option("--w-obj", type=float, default=None,
+        click.option("--w-obj", type=FINITE, default=None,
                      help="objective: weight of the objective checks in the composite "
                      "(default 0.6)."),
-        click.option("--w-judge", type=float, default=None,
+        click.option("--w-judge", type=FINITE, default=None,
                      help="objective: weight of the judge score in the composite (default 0.4)."),
-        click.option("--cost-weight", type=float, default=None,
+        click.option("--cost-weight", type=FINITE, default=None,
                      help="objective: the largest cost adjustment, up or down (default 0.1)."),
     ])  # fmt: skip
 
@@ -321,13 +348,13 @@ def judge_options(func: click.decorators.FC) -> click.decorators.FC:
         click.option("--judge-kind", type=click.Choice(["overall", "objective"]),
                      default="overall", show_default=True,
                      help="overall 1–5 (layered) or objective 0–1; tasks with a rubric use it."),
-        click.option("--judge-timeout", type=click.FloatRange(min=0, min_open=True),
+        click.option("--judge-timeout", type=FiniteRange(min=0, min_open=True),
                      default=None, metavar="SECONDS",
                      help="Seconds a judge call may take (default: 60 for openai, 120 for "
                      "command judges)."),
         click.option("--judge-retries", type=click.IntRange(min=0), default=None, metavar="N",
                      help="Retries of a failed judge call (default: 3 openai, 2 command)."),
-        click.option("--max-judge-failures", type=click.FloatRange(0, 1), default=None,
+        click.option("--max-judge-failures", type=FiniteRange(0, 1), default=None,
                      metavar="FRACTION",
                      help="Exit 2 when a judge's failed share of calls exceeds this (always when "
                      "every call of a judge failed). The samples are stored either way."),

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from calipers.cli.main import stdout_console
-from calipers.cli.options import _add
+from calipers.cli.options import FiniteRange, _add
 from calipers.errors import DataError, InputError
 from calipers.render.text import escape
 from calipers.running.judging import JudgeOptions
@@ -28,7 +28,7 @@ def pairwise_rank_options(func: Any) -> Any:
                      show_default=True,
                      help="With --pairwise: both orders (a flip is a tie), or order ab alone "
                      "(the first run by name shown first: to see what position bias does)."),
-        click.option("--prior", type=click.FloatRange(min=0), default=1.0, show_default=True,
+        click.option("--prior", type=FiniteRange(min=0), default=1.0, show_default=True,
                      help="With --pairwise: virtual ties per compared pair of runs (0: the plain "
                      "maximum-likelihood strengths)."),
         click.option("--rank-method", type=click.Choice(["marginal", "simultaneous",
@@ -40,7 +40,7 @@ def pairwise_rank_options(func: Any) -> Any:
                      show_default=True, help="With --pairwise: bootstrap resamples."),
         click.option("--seed", type=click.IntRange(min=0), default=DEFAULT_SEED,
                      show_default=True, help="With --pairwise: seed of the bootstrap (reported)."),
-        click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+        click.option("--confidence", type=FiniteRange(0, 1, min_open=True, max_open=True),
                      default=0.95, show_default=True, help="With --pairwise: confidence level."),
     ])  # fmt: skip
 

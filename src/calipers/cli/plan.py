@@ -12,7 +12,15 @@ from rich.console import Console
 from calipers import api
 from calipers.cli.data import print_warnings
 from calipers.cli.main import cli
-from calipers.cli.options import db_option, html_option, json_option, quiet_option
+from calipers.cli.options import (
+    FINITE,
+    FiniteRange,
+    db_option,
+    html_option,
+    json_option,
+    map_option,
+    quiet_option,
+)
 from calipers.cli.output import emit
 from calipers.render.html import report_page
 from calipers.render.text import escape
@@ -23,7 +31,7 @@ from calipers.verdicts.planning import Plan
 @click.argument("file", required=False, type=click.Path(path_type=Path))
 @click.option(
     "--effect",
-    type=float,
+    type=FINITE,
     default=None,
     metavar="E",
     help="Plan to detect a difference of E (on the compared quantity's scale).",
@@ -32,19 +40,19 @@ from calipers.verdicts.planning import Plan
     "--margin",
     default=None,
     metavar="M",
-    help="Plan to show non-inferiority at margin M (0.05, or 2%% of the scale).",
+    help="Plan to show non-inferiority at margin M (0.05, or 2% of the scale).",
 )
 @click.option("--equivalence", is_flag=True, help="With --margin: plan for equivalence (±M).")
 @click.option(
     "--truth",
-    type=float,
+    type=FINITE,
     default=0.0,
     show_default=True,
     help="With --margin: the true difference assumed (0: the systems are alike).",
 )
 @click.option(
     "--effect-share",
-    type=click.FloatRange(0, 1, min_open=True),
+    type=FiniteRange(0, 1, min_open=True),
     default=None,
     metavar="S",
     help="Plan for an effect concentrated on a share S of the items (each moved by δ/S, the "
@@ -52,13 +60,13 @@ from calipers.verdicts.planning import Plan
 )
 @click.option(
     "--power",
-    type=float,
+    type=FINITE,
     default=0.8,
     show_default=True,
     help="The probability of reaching the decision.",
 )
 @click.option(
-    "--alpha", type=float, default=0.05, show_default=True, help="1 − the comparison's confidence."
+    "--alpha", type=FINITE, default=0.05, show_default=True, help="1 − the comparison's confidence."
 )
 @click.option(
     "--treatments",
@@ -97,22 +105,22 @@ from calipers.verdicts.planning import Plan
 )
 @click.option(
     "--correlation",
-    type=float,
+    type=FINITE,
     default=0.0,
     show_default=True,
     help="Without a pilot candidate: how the two systems correlate on an item.",
 )
-@click.option("--sd", type=float, default=None, help="No data: the SD of one score.")
-@click.option("--pass-rate", type=float, default=None, help="No data: the baseline pass rate.")
+@click.option("--sd", type=FINITE, default=None, help="No data: the SD of one score.")
+@click.option("--pass-rate", type=FINITE, default=None, help="No data: the baseline pass rate.")
 @click.option(
     "--discordance",
-    type=float,
+    type=FINITE,
     default=None,
     help="No data: the share of items on which the two systems' 0/1 outcomes differ.",
 )
 @click.option(
     "--icc",
-    type=float,
+    type=FINITE,
     default=0.0,
     show_default=True,
     help="No data: the intra-group correlation of the differences.",
@@ -124,19 +132,25 @@ from calipers.verdicts.planning import Plan
     show_default=True,
     help="No data: items per group.",
 )
+@map_option
 @json_option
 @html_option
 @quiet_option
 @db_option
 def plan_command(
-    file: Path | None, json_out: str | None, html_out: Path | None, db: Path, **params: Any
+    file: Path | None,
+    column_map: str | None,
+    json_out: str | None,
+    html_out: Path | None,
+    db: Path,
+    **params: Any,
 ) -> None:
     """How many items (and epochs) a comparison needs.
 
-    With FILE or the store and --baseline RUN, the design is measured on that run (and on
-    --candidate RUN, a pilot comparison, when given); with no data, from --sd, --pass-rate or
-    --discordance. Give --effect E (detect a difference of E) or --margin M (show
-    non-inferiority at M). See docs/decisions.md.
+    With FILE or the store and --baseline RUN (a FILE holding one run: that run, said), the
+    design is measured on that run (and on --candidate RUN, a pilot comparison, when given);
+    with no data, from --sd, --pass-rate or --discordance. Give --effect E (detect a difference
+    of E) or --margin M (show non-inferiority at M). See docs/decisions.md.
 
     Exit codes: 0 planned (or not reachable, said plainly), 1 input problem.
     """
@@ -155,7 +169,7 @@ def plan_command(
             )
         for key in ("sd", "pass_rate", "discordance", "icc", "cluster_size"):
             params.pop(key)
-        with api.open(file, db=None if file else db) as samples:
+        with api.open(file, db=None if file else db, map=column_map) as samples:
             print_warnings(samples.warnings)
             result = api.plan(samples, scheme_name, **params, **options)
     else:

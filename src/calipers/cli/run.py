@@ -11,6 +11,7 @@ import click
 from calipers.cli.judge_output import judge_failure, judges_table, with_calls
 from calipers.cli.main import cli, stdout_console
 from calipers.cli.options import (
+    FiniteRange,
     db_option,
     executor_options,
     html_option,
@@ -23,6 +24,7 @@ from calipers.errors import CalipersError, DataError, InputError, Interrupted
 from calipers.render.text import escape
 from calipers.running.executor import default_workers
 from calipers.running.judging import CallCounts, JudgeSummary, judge_failures, summarize
+from calipers.running.preflight import check_run
 from calipers.running.run_suite import (
     PairwisePlan,
     RunInterrupted,
@@ -74,7 +76,7 @@ def store_rows(rows: list[dict[str, object]], db: Path) -> tuple[int, int]:
 @click.option(
     "--timeout",
     "timeout_s",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteRange(min=0, min_open=True),
     default=None,
     help="Seconds per invocation (default: the suite's pipeline.timeout_s, else 150).",
 )
@@ -98,6 +100,21 @@ def store_rows(rows: list[dict[str, object]], db: Path) -> tuple[int, int]:
     "no_cache",
     is_flag=True,
     help="Invoke the pipeline and ask the judges even where a result is cached.",
+)
+@click.option(
+    "--pipeline-version",
+    default=None,
+    metavar="VERSION",
+    help="The pipeline's version, part of the cache key: outputs cached under another version "
+    "are not reused (default: the suite's pipeline.version).",
+)
+@click.option(
+    "--reuse-from",
+    default=None,
+    metavar="RUN",
+    help="Also reuse the cached outputs RUN made with the same command, inputs, files, version "
+    "and environment (by default a run reuses only its own); the summary and the report say "
+    "how many.",
 )
 @click.option(
     "--seed",
@@ -135,7 +152,8 @@ def store_rows(rows: list[dict[str, object]], db: Path) -> tuple[int, int]:
 def run_command(
     suite: Path, command: str, run_name: str, jobs: int | None, epochs: int | None, stdio: bool,
     timeout_s: float | None, transient_exit: tuple[int, ...], attempts: int | None,
-    no_cache: bool, seed: int, judges: tuple[str, ...],
+    no_cache: bool, pipeline_version: str | None, reuse_from: str | None, seed: int,
+    judges: tuple[str, ...],
     judge_base_url: str | None, judge_key_env: str, judge_kind: str, judge_repeat: int,
     judge_timeout: float | None, judge_retries: int | None, max_judge_failures: float | None,
     no_debias_length: bool, pairwise_against: tuple[str, ...], no_pairwise: bool, executor: str,
@@ -153,6 +171,12 @@ def run_command(
     """
     if no_pairwise and pairwise_against:
         raise InputError("--no-pairwise and --pairwise-against contradict each other")
+    if reuse_from is not None and (no_cache or reuse_from == run_name):
+        raise InputError(
+            f"--reuse-from {reuse_from}: "
+            + ("--no-cache reuses nothing" if no_cache else "that is the run being made (--run)"),
+            hint="A run reuses its own cached outputs anyway; --reuse-from names another run.",
+        )
     loaded = load_suite(suite)
     codes = tuple(sorted({*loaded.pipeline.transient_exit_codes, *transient_exit}))
     options = RunOptions(
@@ -167,7 +191,10 @@ def run_command(
             refresh=no_cache,
         ),
         executor="ray" if executor == "ray" else "local", ray_address=ray_address,
+        pipeline_version=pipeline_version or loaded.pipeline.version,
+        env=tuple(loaded.pipeline.env), reuse_from=reuse_from,
     )  # fmt: skip
+    check_run(loaded, command, stdio=stdio, judging=options.judging)  # before anything runs
     plan, plan_notes = pairwise_plan(loaded, run_name, pairwise_against, off=no_pairwise)
     if plan is not None:  # before the pipeline runs: a typo in a run name costs nothing
         check_pairwise(plan, db, loaded, options.judging)
@@ -338,11 +365,14 @@ def run_report(
         "failed": result.failed,
         "invocations": result.invocations,
         "cached": result.cached,
+        "reused": result.reused,
         "pipeline": {
             "timeout_s": options.timeout_s,
             "attempts": options.attempts,
             "transient_exit_codes": list(options.transient_exit),
             "cache": options.use_cache,
+            "reuse_from": options.reuse_from,
+            **(result.identity.to_dict() if result.identity is not None else {}),
         },
         "assertions": {
             "total": len(assertions),
@@ -372,9 +402,15 @@ def report(body: dict[str, Any], result: SuiteRun, db: Path) -> None:
     )
     if body["judging"]["judges"]:
         judges_table(body["judging"], console)
+    other = body["pipeline"]["reuse_from"]
+    reused = (
+        f" ({body['reused']} of them outputs of run '{escape(other)}', --reuse-from)"
+        if other is not None
+        else ""
+    )
     console.print(
-        f"[dim]{body['invocations']} pipeline invocations, {body['cached']} from the cache "
-        f"({body['executor']}) · {body['stored']} samples in {escape(str(db))}"
+        f"[dim]{body['invocations']} pipeline invocations, {body['cached']} from the cache"
+        f"{reused} ({body['executor']}) · {body['stored']} samples in {escape(str(db))}"
         + (
             f", replacing {body['replaced']} earlier sample(s) of this run's tasks"
             if body["replaced"]

@@ -14,6 +14,7 @@ from calipers import api
 from calipers.cli.data import print_warnings
 from calipers.cli.main import cli, stdout_console
 from calipers.cli.options import (
+    FINITE,
     as_option,
     bootstrap_options,
     db_option,
@@ -84,7 +85,7 @@ def reasonscore_options(func: Any) -> Any:
         "< medium < hard < extreme, numbered tiers by number, otherwise by observed difficulty).",
     )(func)
     return click.option(
-        "--z", type=float, default=None, help="reasonscore: Wilson z (default 1.96)."
+        "--z", type=FINITE, default=None, help="reasonscore: Wilson z (default 1.96)."
     )(func)
 
 
@@ -95,7 +96,14 @@ def reasonscore_options(func: Any) -> Any:
 @runs_option
 @as_option
 @map_option
-@click.option("--tasks", "detail", is_flag=True, help="Also print per-task scores.")
+@click.option(
+    "--tasks",
+    "detail",
+    is_flag=True,
+    help="Also print per-task scores (layered, metric: each run's mean and n per task; "
+    "reasonscore: per task and tier; rubric: per run and task; objective: always shown; "
+    "robustness: refused, it scores cases).",
+)
 @click.option(
     "--baseline", default=None, help="objective: cost adjustments against this run's tasks."
 )
@@ -130,6 +138,8 @@ def score(
     row per run: score, interval, samples) for a pull request comment or $GITHUB_STEP_SUMMARY."""
     scheme = get_scheme(scheme_name)
     one_stdout(json=json_out, markdown=markdown_out)
+    if detail and scheme.no_tasks:
+        raise InputError(f"--tasks: {scheme.no_tasks}", hint="Leave out --tasks.")
     options = given_scheme_options(params)
     if baseline is not None:
         options["baseline"] = baseline
@@ -148,8 +158,9 @@ def score(
     )
 
 
-def _reading(scheme: str) -> Callable[[float, str], str] | None:
-    """The words a scheme gives a score's band in its terminal view (robustness: kelvin's)."""
+def _reading(scheme: str) -> Callable[..., str] | None:
+    """The words a scheme gives a score's band in its terminal view (robustness: kelvin's,
+    judged on the score's interval)."""
     if scheme != "robustness":
         return None
     from calipers.schemes.robustness.terminal import band
@@ -164,12 +175,15 @@ def _reading(scheme: str) -> Callable[[float, str], str] | None:
     "scheme_name",
     default="reasonscore",
     show_default=True,
-    help="A scheme that ranks runs.",
+    help="A scheme that ranks runs: reasonscore (score/token), metric (the mean of --metric), "
+    "layered (the composite).",
 )
 @reasonscore_options
 @runs_option
 @as_option
 @map_option
+@layered_metric_options
+@bootstrap_options
 @json_option
 @html_option
 @quiet_option
@@ -185,13 +199,18 @@ def leaderboard(
     db: Path,
     **params: Any,
 ) -> None:
-    """Rank runs (ReasonScore: by score/token, with per-tier scores)."""
+    """Rank runs by a scheme's headline number, best first, with each run's rank interval and
+    tie group (runs the data cannot order): reasonscore by score/token with per-tier scores (the
+    default); metric by the mean of --metric; layered by the composite. Rank intervals for metric
+    and layered are over the samples every run has (docs/rankings.md)."""
     scheme = get_scheme(scheme_name)
     if not scheme.ranks_runs:
         ranking = [name for name, cls in available().items() if cls.ranks_runs]
+        rubric = " `calipers rank` ranks rubric evaluations per task." if (
+            scheme_name == "rubric") else ""  # fmt: skip
         raise InputError(
             f"the scheme '{scheme_name}' does not rank runs",
-            hint=f"Schemes with a leaderboard: {', '.join(ranking)}.",
+            hint=f"Schemes with a leaderboard: {', '.join(ranking)}.{rubric}",
             parameters=["scheme"],
         )
     options = given_scheme_options(params)
@@ -204,7 +223,7 @@ def leaderboard(
         json_out=json_out,
         html_out=html_out,
         page=score_page,
-        show=lambda console: scheme.terminal(result, console),
+        show=lambda console: scheme.leaderboard_terminal(result, console),
     )
 
 

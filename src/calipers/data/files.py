@@ -6,8 +6,9 @@ import gzip
 import os
 import re
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 # C0 controls except tab and newline, DEL, and the C1 controls (ESC starts ANSI; 0x9b is a
 # one-byte CSI in some terminals)
@@ -53,3 +54,48 @@ def write_atomic(path: Path, text: str, *, shared: bool = False) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+# The longest CSV cell (and line) calipers reads: as long as a JSON Lines line (1 GiB). Python's
+# csv module refuses fields over 128 KiB unless told, and DuckDB lines over 2 MB.
+CSV_FIELD_LIMIT = 1 << 30
+
+
+def csv_rows(text: IO[str]) -> Any:
+    """csv.reader over `text` with the field limit raised to `CSV_FIELD_LIMIT`."""
+    import csv
+
+    csv.field_size_limit(CSV_FIELD_LIMIT)
+    return csv.reader(text)
+
+
+@dataclass(frozen=True)
+class BadByte:
+    """Where a file stops being UTF-8: 1-based line and column, 0-based byte offset."""
+
+    line: int
+    column: int
+    offset: int
+    byte: int
+
+    def describe(self) -> str:
+        return f"byte 0x{self.byte:02x} at column {self.column} (byte offset {self.offset})"
+
+
+def first_bad_utf8(path: Path) -> BadByte | None:
+    """The first byte of `path` that is not UTF-8 (decompressed for .gz), or None."""
+    offset = 0
+    with open_bytes(path) as fh:
+        for line, raw in enumerate(fh, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return BadByte(line, exc.start + 1, offset + exc.start, raw[exc.start])
+            offset += len(raw)
+    return None
+
+
+UTF8_HINT = (
+    "Save the file as UTF-8 (in Excel: Save As → CSV UTF-8; elsewhere e.g. "
+    "`iconv -f latin1 -t utf-8 FILE`)."
+)

@@ -15,6 +15,8 @@ with every wrong type on both):
 - list of strings (red_flags, bonuses): strings only.
 
 NaN and Infinity pass the type check and are refused by the value rules (finite numbers only).
+An integer beyond 64 bits is refused for an integer or number field (never rounded to a float);
+for a string field it is its digits, like any number.
 """
 
 from __future__ import annotations
@@ -22,10 +24,9 @@ from __future__ import annotations
 import json
 
 from calipers.data.files import sql_literal, sql_name
-from calipers.data.model import Field
+from calipers.data.model import INT64_MAX, Field
 
 _INT = ("INTEGER", "BIGINT")
-_JSON_NUMBER = "('BIGINT', 'UBIGINT', 'DOUBLE')"
 # What Python's float() reads in a CSV cell, as RE2 (DuckDB) and `re` both understand it.
 CSV_NUMBER = (
     r"\s*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?"
@@ -74,7 +75,13 @@ def _kind_test(kind: str, v: str, depth: int = 0) -> str:
             f"AND {v}::DOUBLE = floor({v}::DOUBLE))"
         )
     elif kind == "DOUBLE":
-        ok = f"{t} IN {_JSON_NUMBER}"
+        # a number; an integer beyond 64 bits (JSON allows one) is refused, not rounded
+        ok = (
+            f"CASE WHEN {t} = 'BIGINT' THEN true "
+            f"WHEN {t} = 'UBIGINT' THEN {v}::UBIGINT <= {INT64_MAX} "
+            f"WHEN {t} = 'DOUBLE' THEN abs({v}::DOUBLE) < 9.2e18 "
+            f"OR NOT regexp_full_match({v}::VARCHAR, '-?[0-9]+') ELSE false END"
+        )
     elif kind == "BOOLEAN":
         ok = f"{t} = 'BOOLEAN'"
     elif kind == "VARCHAR[]":
@@ -97,11 +104,13 @@ def _json_list_ok(struct: dict[str, str], v: str) -> str:
     keys = " AND ".join(
         json_kind_ok(kind, f"o.{sql_name(key)}", depth=1) for key, kind in struct.items()
     )
+    # json_transform keeps the first of a key given twice: such an object is refused instead
     return (
         f"json_type({v}) = 'ARRAY' AND NOT coalesce(list_bool_or(list_transform("
         f"json_type({v}, '$[*]'), lambda t: t <> 'OBJECT')), false) AND NOT coalesce("
         f"list_bool_or(list_transform(json_transform({v}, {leaves}), lambda o: NOT ({keys}))), "
-        "false)"
+        "false) AND NOT coalesce(list_bool_or(list_transform(json_keys("
+        f"{v}, '$[*]'), lambda k: len(k) <> len(list_distinct(k)))), false)"
     )
 
 
@@ -126,6 +135,10 @@ def from_json(f: Field) -> str:
             f"json_type({col}) = 'OBJECT' AND NOT coalesce(list_bool_or(list_transform("
             f"json_type({col}, '$.*'), lambda s: s NOT IN "
             f"('NULL', 'BIGINT', 'UBIGINT', 'DOUBLE'))), false)"
+            # 19 digits in a row may be an integer beyond 64 bits: then each value is tested
+            f" AND (NOT regexp_matches({col}::VARCHAR, '[0-9]{{19}}') OR NOT coalesce("
+            f"list_bool_or(list_transform(json_extract({col}, '$.*'), lambda n: json_type(n) "
+            f"<> 'NULL' AND NOT ({_kind_test('DOUBLE', 'n')}))), false))"
         )
         return (
             f"CASE WHEN {null} THEN NULL::{f.duckdb_type} WHEN {ok} THEN {col}::{f.duckdb_type} "
@@ -182,7 +195,11 @@ def from_text(f: Field, column: str) -> str:
             f"ELSE {wrong(f, 'not a number')} END"
         )
     if kind == "JSON":  # a cell that is not JSON text is a string (the decision `approve`)
-        return f"CASE WHEN json_valid({col}) THEN {col}::JSON ELSE to_json({col}) END"
+        # DuckDB's json_valid takes NaN, Infinity and trailing commas; strict JSON does not, so
+        # a cell with one of them outside its strings is text too (as `diagnose` reads it)
+        bare = f"regexp_replace({col}, '\"(?:[^\"\\\\]|\\\\.)*\"', '', 'g')"
+        lax = f"regexp_matches({bare}, 'NaN|Infinity|,\\s*[\\]}}]')"
+        return f"CASE WHEN json_valid({col}) AND NOT {lax} THEN {col}::JSON ELSE to_json({col}) END"
     return f"CAST({col} AS {kind})"
 
 

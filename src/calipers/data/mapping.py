@@ -3,8 +3,12 @@
 temporary file, which then goes through the same validation as any file; every problem names the
 original file (and, for JSON Lines and CSV, the same line, since lines are kept one for one).
 
-Only names change: values are never converted here, so the type rules are the same as for a file
-written with the model's names. Columns the map does not name keep their own names.
+Only names change, with one exception: a column whose name says it holds milliseconds (or
+micro-, nanoseconds: `latency_ms`, `latencyMs`, `duration_us`) mapped to `latency_s` is divided
+into seconds, with a warning saying so — never read as seconds. Otherwise values are never
+converted here, so the type rules are the same as for a file written with the model's names.
+Columns the map does not name keep their own names. A CSV's rows are written out again with
+`\n` line ends (Python's `csv` module writes `\r\n`), one line for one line.
 """
 
 from __future__ import annotations
@@ -12,15 +16,65 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
-import duckdb
-
-from calipers.data.files import open_bytes, sql_literal, sql_name
+from calipers.data import jsontext
+from calipers.data.duck import connect
+from calipers.data.files import (
+    UTF8_HINT,
+    csv_rows,
+    first_bad_utf8,
+    open_bytes,
+    sql_literal,
+    sql_name,
+)
 from calipers.data.model import FIELD_BY_NAME
-from calipers.errors import InputError
+from calipers.errors import InputError, Problem, ValidationError
 
 _HINT = "Write --map FIELD=COLUMN[,FIELD=COLUMN…], e.g. --map sample_id=doc_id,scores.acc=acc."
+# a column name ending in a unit of time below the second: the divisor into seconds
+_SUBSECOND = re.compile(
+    r"(?:^|[_\-. ]|(?<=[a-z]))(?P<unit>ms|msec|millis|milliseconds|us|usec|micros|microseconds"
+    r"|ns|nanos|nanoseconds)$",
+    re.IGNORECASE,
+)
+_DIVISOR = {"m": 1e3, "u": 1e6, "n": 1e9}
+_SECONDS = ("latency_s",)  # the fields in seconds
+
+
+def divisor(column: str, field: str) -> float | None:
+    """How much a mapped column's values are divided by to be `field`'s (None: not at all):
+    1000 for `latency_s=latency_ms`."""
+    if field not in _SECONDS:
+        return None
+    match = _SUBSECOND.search(column)
+    if match is None:
+        return None
+    return _DIVISOR[match["unit"][0].lower()]
+
+
+def conversion_notes(path: Path, mapping: dict[str, str]) -> list[str]:
+    """A warning for each column converted into seconds."""
+    notes = []
+    for column, field in mapping.items():
+        by = divisor(column, field)
+        if by is not None:
+            unit = {1e3: "milliseconds", 1e6: "microseconds", 1e9: "nanoseconds"}[by]
+            notes.append(
+                f"{path}: --map {field}={column}: read as {unit} (the column's name says so) and "
+                f"divided by {by:,.0f} into seconds"
+            )
+    return notes
+
+
+def missing_columns_hint(columns: list[str] | None = None) -> str:
+    """The hint of an error about a required field the file lacks: name it with --map."""
+    there = f" Columns there: {', '.join(columns[:20])}." if columns else ""
+    return (
+        "If the file names a field otherwise, map its columns: --map FIELD=COLUMN,… (e.g. "
+        f"--map sample_id=doc_id,task=dataset,run=model; see `calipers schema`).{there}"
+    )
 
 
 def parse_map(text: str | None) -> dict[str, str]:
@@ -74,17 +128,28 @@ def _jsonl(path: Path, mapping: dict[str, str], target: Path) -> None:
     with open_bytes(path) as src, target.open("w", encoding="utf-8") as out:
         for raw in src:
             try:
-                record = json.loads(raw) if raw.strip() else None
-            except (ValueError, RecursionError):
+                record = jsontext.parse(raw) if raw.strip() else None
+            except jsontext.JSONError:
                 out.write(raw.decode("utf-8", "replace").rstrip("\n") + "\n")  # reported later
                 continue
-            if not isinstance(record, dict):
+            # a key given twice would be written once: the line goes on as it is, and is refused
+            if isinstance(record, dict):
+                seen |= set(record)
+            if (
+                not isinstance(record, dict)
+                or any(f.kind == "repeated" for f in jsontext.problems(record))
+                or jsontext.repeated_key(record) is not None
+            ):
                 out.write(raw.decode("utf-8", "replace").rstrip("\n") + "\n")
                 continue
             seen |= set(record)
             renamed: dict[str, object] = {}
             for key, value in record.items():
                 field: str = mapping.get(str(key), str(key))
+                by = divisor(str(key), field) if str(key) in mapping else None
+                number = isinstance(value, int | float) and not isinstance(value, bool)
+                if by is not None and number:
+                    value = value / by
                 if field.startswith("scores."):
                     scores = renamed.setdefault("scores", {})
                     if isinstance(scores, dict):
@@ -96,24 +161,55 @@ def _jsonl(path: Path, mapping: dict[str, str], target: Path) -> None:
 
 
 def _csv(path: Path, mapping: dict[str, str], target: Path) -> None:
+    """Every row read and written again (`\n` line ends whatever the file's, `\r\n` included;
+    a quoted field keeps its own line breaks, so line numbers stay the file's)."""
+    bad = first_bad_utf8(path)
+    if bad is not None:  # named by the line of the byte, before a row is rewritten
+        problem = Problem("not UTF-8 text", file=str(path), line=bad.line, expected="UTF-8",
+                          got=bad.describe())  # fmt: skip
+        raise ValidationError([problem], hint=UTF8_HINT)
     with open_bytes(path) as src:
-        text = io.TextIOWrapper(src, encoding="utf-8", newline="")
-        header_line = text.readline()
-        header = next(csv.reader([header_line]), [])
+        text = io.TextIOWrapper(src, encoding="utf-8-sig", newline="")  # an Excel BOM dropped
+        rows = csv_rows(text)
+        header: list[str] = next(rows, [])
         _missing(path, set(header), mapping)
+        scale = {
+            i: by for i, c in enumerate(header)
+            if c in mapping and (by := divisor(c, mapping[c])) is not None
+        }  # fmt: skip
         with target.open("w", encoding="utf-8", newline="") as out:
-            csv.writer(out, lineterminator="\n").writerow([mapping.get(c, c) for c in header])
-            for chunk in iter(lambda: text.read(1 << 20), ""):
-                out.write(chunk)
+            writer = csv.writer(out, lineterminator="\n")
+            writer.writerow([mapping.get(c, c) for c in header])
+            for row in rows:
+                for i, by in scale.items():
+                    if i < len(row):
+                        row[i] = _divided(row[i], by)
+                writer.writerow(row)
+
+
+def _divided(cell: str, by: float) -> str:
+    """A CSV cell's number divided (text that is not a number is left for the type rules)."""
+    try:
+        value = float(cell)
+    except ValueError:
+        return cell
+    return repr(value / by)
 
 
 def _parquet(path: Path, mapping: dict[str, str], target: Path) -> None:
-    con = duckdb.connect()
+    con = connect()
     try:
         source = f"read_parquet({sql_literal(str(path))})"
-        columns = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()]
-        _missing(path, set(columns), mapping)
-        select = ", ".join(f"{sql_name(c)} AS {sql_name(mapping.get(c, c))}" for c in columns)
+        described = con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()
+        types = {r[0]: str(r[1]) for r in described}
+        _missing(path, set(types), mapping)
+
+        def expr(column: str) -> str:
+            by = divisor(column, mapping[column]) if column in mapping else None
+            numeric = any(t in types[column] for t in ("INT", "DOUBLE", "FLOAT", "DECIMAL"))
+            return f"{sql_name(column)} / {by}" if by is not None and numeric else sql_name(column)
+
+        select = ", ".join(f"{expr(c)} AS {sql_name(mapping.get(c, c))}" for c in types)
         con.execute(
             f"COPY (SELECT {select} FROM {source}) TO {sql_literal(str(target))} (FORMAT parquet)"
         )

@@ -9,6 +9,8 @@ the first migration alone and upgraded equals a fresh one, and that no shipped m
 changed.
 
 Each migration runs in the same transaction as its record, so a store is always at a named version.
+A store with a migration this calipers does not know came from a newer calipers: it is refused for
+writing, and for reading unless the migration is declared readable (READABLE_SUFFIX).
 """
 
 from __future__ import annotations
@@ -156,6 +158,13 @@ _BOOKKEEPING = (
     "CREATE TABLE IF NOT EXISTS schema_migrations (name VARCHAR PRIMARY KEY, applied_at TIMESTAMP)"
 )
 
+KNOWN = frozenset(name for name, _ in MIGRATIONS)
+# A store that a newer calipers migrated has rows here this calipers does not know: it is never
+# written (the newer schema's rules are unknown here), and read only where each unknown migration
+# is declared readable by an older calipers — it only adds tables, or columns with a default, that
+# older code does not read — by a name that ends with this suffix ("0012_notes+readable").
+READABLE_SUFFIX = "+readable"
+
 
 def tables(con: duckdb.DuckDBPyConnection) -> list[str]:
     """The tables of the connection's current database (not its temporary ones), by name."""
@@ -172,6 +181,17 @@ def applied(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [
         r[0] for r in con.execute("SELECT name FROM schema_migrations ORDER BY name").fetchall()
     ]
+
+
+def unknown(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Migrations the store records that this calipers does not know (a newer one applied them),
+    in name order."""
+    return [name for name in applied(con) if name not in KNOWN]
+
+
+def readable(names: list[str]) -> bool:
+    """Whether a store with these unknown migrations can be read by this calipers."""
+    return all(name.endswith(READABLE_SUFFIX) for name in names)
 
 
 def pending(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -9,8 +9,6 @@ are the precise definition of validity.
 from __future__ import annotations
 
 import contextlib
-import csv
-import io
 import json
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -19,12 +17,13 @@ from pathlib import Path
 
 import duckdb
 
-from calipers.data import diagnose, guards
+from calipers.data import diagnose, guards, strict_values
 from calipers.data.files import open_bytes, sql_literal, sql_name
-from calipers.data.mapping import mapped_copy
-from calipers.data.model import FIELD_BY_NAME, FIELDS, INT32_MAX, KEY, layer_case
+from calipers.data.mapping import conversion_notes, mapped_copy, missing_columns_hint
+from calipers.data.model import FIELDS, INT32_MAX, KEY, layer_case
 from calipers.data.sampleset import scalar
-from calipers.data.validate import FLAT_FIELDS, NONNEGATIVE
+from calipers.data.tabular import create_within_memory, keyed, parquet_select, stage_csv
+from calipers.data.validate import NONNEGATIVE
 from calipers.errors import InputError, Problem, ValidationError
 
 FORMATS = {
@@ -141,6 +140,27 @@ def stage_file(
     fmt: str = "auto",
     mapping: dict[str, str] | None = None,
 ) -> StagedFile:
+    """`_stage_file`; a required field the file lacks suggests `--map`."""
+    try:
+        return _stage_file(con, path, table, run=run, fmt=fmt, mapping=mapping)
+    except ValidationError as exc:
+        missing = ("missing key field", "missing required column")
+        if any(p.message.startswith(missing) for p in exc.problems) and (
+            not exc.hint or exc.hint.startswith("Fix the listed fields")
+        ):
+            raise ValidationError(exc.problems, hint=missing_columns_hint()) from None
+        raise
+
+
+def _stage_file(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    table: str,
+    *,
+    run: str | None = None,
+    fmt: str = "auto",
+    mapping: dict[str, str] | None = None,
+) -> StagedFile:
     """Read and validate `path` into a new temporary table `table`; raise ValidationError with
     every problem found, leaving no table behind. Another tool's output (`adapters`) is turned
     into sample rows first and validated as JSON Lines; `mapping` ({column: field}, `--map`)
@@ -155,7 +175,8 @@ def stage_file(
             copy = mapped_copy(path, kind, mapping, Path(tmp))
             with _named_as(copy, path):
                 staged = stage_file(con, copy, table, run=run, fmt=kind)
-        return StagedFile(path, kind, table, staged.rows, _renamed(staged.warnings, copy, path))
+        noted = _renamed(staged.warnings, copy, path) + conversion_notes(path, mapping)
+        return StagedFile(path, kind, table, staged.rows, noted)
     read_rows = adapter_for(path, fmt) if path.exists() else None
     if read_rows is not None:
         adapted = read_rows(path)
@@ -185,11 +206,11 @@ def stage_file(
             warnings += _jsonl_unknown_fields(path)
         else:
             if kind == "csv":
-                select, more = _csv_select(path, run)
+                warnings += stage_csv(con, table, path, run)
             else:
-                select, more = _parquet_select(con, path, run)
-            warnings += more
-            _create_within_memory(con, table, select, path)
+                select, more = parquet_select(con, path, run)
+                warnings += more
+                create_within_memory(con, table, select, path)
     except duckdb.Error as exc:
         con.execute(f"DROP TABLE IF EXISTS {table}")
         diagnose.raise_diagnosis(path, kind, run, fallback=f"DuckDB could not read it: {exc}")
@@ -213,6 +234,11 @@ def stage_file(
         diagnose.raise_diagnosis(
             path, kind, run, fallback=f"{flagged} row(s) break the sample rules"
         )
+    try:  # strict JSON where DuckDB's reading is lenient (trailing commas, NaN in a decision, …)
+        strict_values.check(con, table, path, kind, run)
+    except ValidationError:
+        con.execute(f"DROP TABLE {table}")
+        raise
     return StagedFile(path, kind, table, rows, warnings)
 
 
@@ -293,16 +319,18 @@ def stage_files(
     fmt: str,
     mapping: dict[str, str] | None,
     runs: Sequence[str] | None,
+    names: Sequence[str | None] | None = None,
 ) -> tuple[list[StagedFile], list[Problem], list[Problem]]:
     """Stage each file into `{prefix}{i}`, gathering every file's problems (one failing file
     raises its own error, with its own hint), keep `runs`, and find the keys two files share:
-    (staged, problems, shared)."""
+    (staged, problems, shared). `names`, one per path, names each file's run (else `run`)."""
     staged: list[StagedFile] = []
     problems: list[Problem] = []
     failures: list[ValidationError] = []
     for i, path in enumerate(paths):
+        named = run if names is None or names[i] is None else names[i]
         try:
-            staged.append(stage_file(con, Path(path), f"{prefix}{i}", run=run, fmt=fmt,
+            staged.append(stage_file(con, Path(path), f"{prefix}{i}", run=named, fmt=fmt,
                                      mapping=mapping))  # fmt: skip
         except ValidationError as exc:
             failures.append(exc)
@@ -359,45 +387,6 @@ def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:
 # ---------------------------------------------------------------- fast path: DuckDB + SQL checks
 
 
-def _keyed(name: str, value: str, run: str | None) -> str:
-    """A field's final expression: `--run` overrides the run, a missing epoch is 0."""
-    if name == "run" and run is not None:
-        return sql_literal(run)
-    if name == "epoch":
-        return f"coalesce({value}, 0)"
-    return value
-
-
-def _create_within_memory(
-    con: duckdb.DuckDBPyConnection, table: str, select: str, path: Path
-) -> None:
-    """CREATE TEMP TABLE … AS the staging query; when it runs out of memory (`memory_limit`,
-    CALIPERS_MEMORY_LIMIT), once more on one thread: each of DuckDB's JSON readers holds its own
-    buffers, and reading every field as JSON for the type rules needs them (a 921 MB file of
-    1,000,000 samples does not fit 600 MB on two threads, and does on one, in about twice the time).
-    Out of memory on one thread too is an error that says so."""
-    try:
-        con.execute(f"CREATE TEMP TABLE {table} AS {select}")
-        return
-    except duckdb.OutOfMemoryException:
-        con.execute(f"DROP TABLE IF EXISTS {table}")
-    threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
-    con.execute("SET threads = 1")
-    try:
-        con.execute(f"CREATE TEMP TABLE {table} AS {select}")
-    except duckdb.OutOfMemoryException as exc:
-        con.execute(f"DROP TABLE IF EXISTS {table}")
-        limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
-        raise InputError(
-            f"{path}: reading it needs more memory than the limit of {limit} "
-            f"({str(exc).splitlines()[0]})",
-            hint="Raise it with CALIPERS_MEMORY_LIMIT (e.g. CALIPERS_MEMORY_LIMIT=2GB), or split "
-            "the file.",
-        ) from None
-    finally:
-        con.execute(f"SET threads = {int(threads)}")
-
-
 # DuckDB's JSON reader allocates buffers of twice `maximum_object_size` per thread: at 64 MB, the
 # staging of a 921 MB file ran out of the default 600 MB on two threads (and was retried on one, in
 # twice the time). Its own default, 16 MB, reads lines up to about 32 MB; a file with longer lines
@@ -408,7 +397,7 @@ _OBJECT_SIZES = (16 << 20, 64 << 20, 256 << 20, 1 << 30)
 def _stage_jsonl(con: duckdb.DuckDBPyConnection, table: str, path: Path, run: str | None) -> None:
     for size in _OBJECT_SIZES:
         try:
-            _create_within_memory(con, table, _jsonl_select(path, run, object_size=size), path)
+            create_within_memory(con, table, _jsonl_select(path, run, object_size=size), path)
             return
         except duckdb.InvalidInputException as exc:
             if "maximum_object_size" not in str(exc) or size == _OBJECT_SIZES[-1]:
@@ -426,7 +415,7 @@ def _jsonl_select(path: Path, run: str | None, *, object_size: int = _OBJECT_SIZ
         f"format='newline_delimited', columns={columns}, maximum_object_size={object_size}))"
     )
     exprs = ", ".join(
-        f"{_keyed(f.name, sql_name(f.name), run)} AS {sql_name(f.name)}" for f in FIELDS
+        f"{keyed(f.name, sql_name(f.name), run)} AS {sql_name(f.name)}" for f in FIELDS
     )
     return f"SELECT {exprs} FROM {source}"
 
@@ -451,130 +440,6 @@ def _jsonl_unknown_fields(path: Path) -> list[str]:
         return []
     listed = ", ".join(f"'{k}' (line {v})" for k, v in sorted(unknown.items()))
     return [f"{path}: unknown field(s) ignored: {listed}; see `calipers schema`"]
-
-
-def _csv_header(path: Path) -> list[str]:
-    with open_bytes(path) as fh:
-        text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
-        try:
-            return next(csv.reader(text))
-        except StopIteration:
-            return []
-        except UnicodeDecodeError as exc:
-            raise ValidationError(
-                [
-                    Problem(
-                        "not UTF-8 text",
-                        file=str(path),
-                        line=1,
-                        expected="UTF-8",
-                        got=str(exc.reason),
-                    )
-                ]
-            ) from exc
-
-
-def _csv_columns(path: Path, run: str | None) -> tuple[list[str], list[str]]:
-    header = _csv_header(path)
-    problems: list[Problem] = []
-    warnings: list[str] = []
-    seen: set[str] = set()
-    for col in header:
-        if col in seen:
-            problems.append(
-                Problem(
-                    "duplicate column",
-                    file=str(path),
-                    line=1,
-                    field=col,
-                    expected="each column once",
-                    got="twice",
-                )
-            )
-        seen.add(col)
-    required = [k for k in KEY if k != "epoch" and not (k == "run" and run is not None)]
-    for col in required:
-        if col not in seen:
-            hint = " (or give --as NAME)" if col == "run" else ""
-            problems.append(
-                Problem(
-                    f"missing required column{hint}",
-                    file=str(path),
-                    line=1,
-                    field=col,
-                    expected=f"a '{col}' column",
-                    got="no such column",
-                )
-            )
-    flat = {f.name for f in FLAT_FIELDS}
-    ignored = [c for c in header if c not in flat and not c.startswith("scores.")]
-    if ignored:
-        warnings.append(
-            f"{path}: column(s) ignored: {', '.join(ignored)} (CSV carries the flat "
-            "fields and scores.NAME; nested fields need JSON Lines)"
-        )
-    if problems:
-        raise ValidationError(problems)
-    return header, warnings
-
-
-def _csv_select(path: Path, run: str | None) -> tuple[str, list[str]]:
-    """Every cell is read as text and converted by the type rules (`guards`)."""
-    header, warnings = _csv_columns(path, run)
-    columns = "{" + ", ".join(f"{sql_literal(c)}: 'VARCHAR'" for c in header) + "}"
-    source = (
-        f"read_csv({sql_literal(str(path))}, header=true, auto_detect=false, delim=',', "
-        f"quote='\"', escape='\"', nullstr='', columns={columns})"
-    )
-    by_name = {f.name: f for f in FLAT_FIELDS}
-    score_field = FIELD_BY_NAME["cost_usd"]  # any number field: scores.NAME are numbers
-    typed = [
-        f"{guards.from_text(by_name[c], c)} AS {sql_name(c)}" for c in header if c in by_name
-    ] + [
-        f"{guards.from_text(replace(score_field, name=c), c)} AS {sql_name(c)}"
-        for c in header if c.startswith("scores.")
-    ]  # fmt: skip
-    present = [c for c in header if c in by_name or c.startswith("scores.")]
-    inner = f"(SELECT {', '.join(typed) or 'NULL AS _none'} FROM {source})"
-    return _select_from(inner, {c: "typed" for c in present}, run), warnings
-
-
-def _select_from(source: str, present: dict[str, str], run: str | None) -> str:
-    """The model's columns from `source`, whose `present` columns map to their type ("typed":
-    already converted by the type rules)."""
-    score_cols = [c for c in present if c.startswith("scores.")]
-    exprs = []
-    for f in FIELDS:
-        if f.name == "scores" and score_cols and "scores" not in present:
-            entries = ", ".join(
-                f'struct_pack(key := {sql_literal(c[7:])}, value := "{c}"::DOUBLE)'
-                for c in score_cols
-            )
-            expr = (
-                f"map_from_entries(list_filter([{entries}], lambda e: e.value IS NOT NULL))"
-                f"::{f.duckdb_type}"
-            )
-        elif f.name in present:
-            column_type = present[f.name]
-            converted = (
-                sql_name(f.name) if column_type == "typed" else guards.from_column(f, column_type)
-            )
-            expr = _keyed(f.name, converted, run)
-        else:
-            expr = _keyed(f.name, f"NULL::{f.duckdb_type}", run)
-        exprs.append(f"{expr} AS {sql_name(f.name)}")
-    return f"SELECT {', '.join(exprs)} FROM {source}"
-
-
-def _parquet_select(
-    con: duckdb.DuckDBPyConnection, path: Path, run: str | None
-) -> tuple[str, list[str]]:
-    source = f"read_parquet({sql_literal(str(path))})"
-    present = {r[0]: r[1] for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
-    known = {f.name for f in FIELDS}
-    ignored = [c for c in present if c not in known and not c.startswith("scores.")]
-    warnings = [f"{path}: column(s) ignored: {', '.join(ignored)}"] if ignored else []
-    return _select_from(source, present, run), warnings
 
 
 def _sql_violations(con: duckdb.DuckDBPyConnection, table: str) -> int:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-import duckdb
-
+from calipers.data.directories import expand_all
+from calipers.data.duck import connect
 from calipers.data.readers import keep_runs, stage_file, stage_files
 from calipers.data.sampleset import SampleSet
 from calipers.data.store import Store
@@ -28,11 +28,15 @@ def open_samples(
     files are read together, as one import would store them (a sample key in two of them is an
     error); None means the store at `db` (default .calipers/calipers.duckdb), opened read-only.
     `runs` keeps only those runs (`--run`), everywhere; `rename` names the run of a FILE's
-    samples (`--as`)."""
-    if source is not None and not isinstance(source, str | Path):
-        return _open_files([Path(s) for s in source], runs, rename, format, mapping)
+    samples (`--as`). A directory stands for the harness files in it (`directories.expand`)."""
     if source is not None:
-        con = duckdb.connect()
+        given = [source] if isinstance(source, str | Path) else list(source)
+        files = expand_all(given, format)
+        if len(files) != 1 or len(given) != 1:
+            return _open_files(files, runs, rename, format, mapping)
+        source = files[0]
+    if source is not None:
+        con = connect()
         con.execute("SET enable_progress_bar = false")
         staged = stage_file(
             con, Path(source), "file_samples", run=rename, fmt=format, mapping=mapping
@@ -78,7 +82,9 @@ def _open_files(
     does), checked for keys two of them share, then made one relation."""
     if len(paths) == 1:
         return open_samples(paths[0], runs=runs, rename=rename, format=format, mapping=mapping)
-    con = duckdb.connect()
+    if not paths:
+        raise InputError("no file to read")
+    con = connect()
     con.execute("SET enable_progress_bar = false")
     origin = ", ".join(map(str, paths))
     staged, problems, shared = stage_files(
@@ -88,8 +94,10 @@ def _open_files(
         raise ValidationError(
             shared,
             hint="The files hold the same samples (two runs under one name, or one file twice): "
-            "give the runs different names when you make the files (or import each with "
-            "`calipers import FILE --as NAME` and compare in the store), or pass only one.",
+            "give the runs different names when you make the files, or compare them as two runs "
+            "with `calipers compare BASE... --vs CANDIDATE...` (each side one run, named by "
+            "--baseline/--candidate or what tells them apart), or import each with `calipers "
+            "import FILE --as NAME` and compare in the store, or pass only one.",
         )
     if problems or shared:
         raise ValidationError(problems + shared)

@@ -24,11 +24,15 @@ from typing import Any
 
 import duckdb
 
+from calipers import writes
 from calipers.data import layer_inputs, migrations
+from calipers.data.directories import expand_named
+from calipers.data.duck import connect, extension_error, file_kind, not_duckdb
 from calipers.data.files import sql_literal, sql_name, visible_controls
 from calipers.data.model import FIELD_BY_NAME, FIELD_NAMES, FIELDS, KEY
 from calipers.data.readers import StagedFile, stage_files
 from calipers.data.sampleset import SampleSet, scalar
+from calipers.data.store_versions import OutdatedStoreError, refuse_newer
 from calipers.errors import DataError, InputError, ValidationError
 
 # DuckDB spills to disk beyond this; it keeps a 1M-sample import under 1 GB of RSS
@@ -60,23 +64,6 @@ class RunInfo:
     tasks: int
     epochs: int
     last_import: datetime | None
-
-
-class OutdatedStoreError(InputError):
-    """A read-only open of a store made by an older calipers: it lacks migrations, and reading
-    never applies them (exit 1). `pending` names them, in order."""
-
-    def __init__(self, path: Path, pending: Sequence[str]) -> None:
-        self.path = path
-        self.pending = list(pending)
-        n = len(self.pending)
-        super().__init__(
-            f"the store {path} was made by an older calipers: it lacks {n} schema migration"
-            f"{'s' if n != 1 else ''} ({', '.join(self.pending)}), and a read-only command "
-            "does not change the store",
-            hint=f"Run `calipers migrate --db {path}` (or any command that writes, such as "
-            "`calipers import`) to upgrade it.",
-        )
 
 
 def _not_a_store(path: Path, tables: Sequence[str]) -> InputError:
@@ -134,7 +121,10 @@ class _Shared:
         self.path = path
         self.writable = False
         self.attached = False
-        self.root = duckdb.connect()
+        kind = file_kind(path)  # a SQLite file would make DuckDB ask for an extension
+        if kind is not None:
+            raise not_duckdb(path, kind)
+        self.root = connect()
         try:
             # As a file database would: spill next to the store, not into ./.tmp.
             self.root.execute(f"SET temp_directory = {sql_literal(str(path) + '.tmp')}")
@@ -144,8 +134,9 @@ class _Shared:
             raise
 
     def _attach(self, *, writable: bool) -> None:
-        mode = "" if writable else " (READ_ONLY)"
-        statement = f"ATTACH {sql_literal(str(self.path))} AS store{mode}"
+        # TYPE DUCKDB: never another database's scanner, whatever the file looks like
+        mode = "TYPE DUCKDB" if writable else "TYPE DUCKDB, READ_ONLY"
+        statement = f"ATTACH {sql_literal(str(self.path))} AS store ({mode})"
         deadline = time.monotonic() + lock_wait_seconds()
         delay, told = 0.05, False
         while True:
@@ -226,6 +217,11 @@ def _open(path: Path, *, writable: bool) -> tuple[_Shared, duckdb.DuckDBPyConnec
 
 def _cannot_open(path: Path, exc: duckdb.Error, *, writable: bool, upgrading: bool) -> InputError:
     how = " for writing" if writable else ""
+    if "not a valid DuckDB database" in str(exc):
+        return not_duckdb(path, file_kind(path) or "a file of another kind")
+    needs = extension_error(exc, f"the store {path}")
+    if needs is not None:
+        return needs
     if "Unique file handle conflict" in str(exc) or "already attached" in str(exc):
         if upgrading:
             return InputError(
@@ -292,6 +288,7 @@ class Store:
                 tables = migrations.tables(self.con)
                 if "schema_migrations" not in tables and (read_only or tables):
                     raise _not_a_store(self.path, tables)
+                refuse_newer(self.path, self.con, writing=not read_only)  # no write yet
                 if read_only:
                     pending = migrations.pending(self.con)
                     if pending:
@@ -338,12 +335,15 @@ class Store:
         format: str = "auto",
         mapping: dict[str, str] | None = None,
         replace_tasks: bool = False,
+        name_by: str = "tool",
     ) -> ImportSummary:
         """Validate every file, then write all of them in one transaction: any problem in any
         file leaves the store exactly as it was. `rename` names the run of every sample (`--as`);
         `runs` imports only those runs (`--run`, after renaming). Samples whose key already
         exists replace it; with `replace_tasks`, every earlier sample of a (run, task) the files
-        hold is replaced, whatever its epoch (a re-run with fewer epochs leaves no stale ones)."""
+        hold is replaced, whatever its epoch (a re-run with fewer epochs leaves no stale ones).
+        A directory stands for the harness files in it (`directories.expand`); `name_by`
+        (`directory`, `file`) names each path's runs after it instead of the tool's names."""
         run = rename
         if self.read_only:
             raise InputError("the store is open read-only")
@@ -356,9 +356,10 @@ class Store:
         try:
             # Stage into connection-local temp tables first: they never touch the store file,
             # and a failed read there cannot abort the transaction that writes.
+            files, names = expand_named(paths, format, "tool" if run else name_by)
             staged, problems, shared = stage_files(
-                con, [Path(p) for p in paths], "stage_", run=run, fmt=format, mapping=mapping,
-                runs=runs,
+                con, files, "stage_", run=run, fmt=format, mapping=mapping, runs=runs,
+                names=names,
             )  # fmt: skip
             if shared and not problems:
                 raise ValidationError(
@@ -400,8 +401,9 @@ class Store:
         replaced = written = 0
         now = datetime.now(UTC).replace(tzinfo=None)
         cols = ", ".join(map(sql_name, FIELD_NAMES))
-        con.execute("BEGIN TRANSACTION")
-        try:
+        rows = sum(s.rows for s in staged)
+        what = f"the import of {rows:,} sample(s) from {len(staged)} file(s) into {self.path}"
+        with writes.transaction(con, what):  # Ctrl-C: committed or rolled back, and said which
             for s in staged:
                 n_replaced = self._delete_existing(s.table, by_task=replace_tasks)
                 con.execute(
@@ -425,10 +427,6 @@ class Store:
             )
             # the written runs' layered inputs, and any run's that are missing or out of date
             layer_inputs.refresh(con, sorted(set(runs) | set(layer_inputs.stale_runs(con))))
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
         return replaced, written, runs
 
     def _delete_existing(self, table: str, *, by_task: bool = False) -> int:
@@ -455,19 +453,17 @@ class Store:
             f"epoch INTEGER, value {kind})"
         )
         self._stage_updates(kind, updates)
-        self.con.execute("BEGIN TRANSACTION")
+        what = f"the {column} of {len(updates):,} sample(s) in {self.path}"
         try:
-            self.con.execute(
-                f"UPDATE samples SET {sql_name(column)} = u.value FROM updated u WHERE "
-                "samples.run = u.run AND samples.task = u.task AND "
-                "samples.sample_id = u.sample_id AND samples.epoch = u.epoch"
-            )
-            touched = {str(u[0]) for u in updates}
-            layer_inputs.refresh(self.con, sorted(touched | set(layer_inputs.stale_runs(self.con))))
-            self.con.execute("COMMIT")
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
+            with writes.transaction(self.con, what):
+                self.con.execute(
+                    f"UPDATE samples SET {sql_name(column)} = u.value FROM updated u WHERE "
+                    "samples.run = u.run AND samples.task = u.task AND "
+                    "samples.sample_id = u.sample_id AND samples.epoch = u.epoch"
+                )
+                touched = {str(u[0]) for u in updates}
+                stale = layer_inputs.stale_runs(self.con)
+                layer_inputs.refresh(self.con, sorted(touched | set(stale)))
         finally:
             self.con.execute("DROP TABLE IF EXISTS updated")
         return len(updates)
@@ -494,14 +490,9 @@ class Store:
         transaction; the runs refreshed. Every write through the store does this itself."""
         if self.read_only:
             raise InputError("the store is open read-only")
-        self.con.execute("BEGIN TRANSACTION")
-        try:
+        with writes.transaction(self.con, f"the layered inputs of {self.path}"):
             stale = layer_inputs.stale_runs(self.con)
             layer_inputs.refresh(self.con, stale)
-            self.con.execute("COMMIT")
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
         return stale
 
     def samples(self, runs: Sequence[str] | None = None) -> SampleSet:
@@ -605,6 +596,7 @@ def pending_migrations(path: str | Path) -> list[str]:
             tables = migrations.tables(con)
             if tables and "schema_migrations" not in tables:
                 raise _not_a_store(target, tables)
+            refuse_newer(target, con, writing=True)  # to migrate is to write
             return migrations.pending(con)
     finally:
         con.close()

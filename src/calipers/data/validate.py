@@ -31,6 +31,8 @@ def describe(value: Any) -> str:
         return f'"{text}"'
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
+    if isinstance(value, int) and not _in_int64(value):
+        return "an integer beyond 64 bits"
     if isinstance(value, list):
         return "an array"
     if isinstance(value, dict):
@@ -42,6 +44,12 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
+def _in_int64(v: Any) -> bool:
+    """Not an integer beyond 64 bits (which JSON allows, and no field holds: refused, never
+    rounded to a float)."""
+    return not isinstance(v, int) or -INT64_MAX - 1 <= v <= INT64_MAX
+
+
 def _type_ok(kind: str, v: Any) -> bool:
     if v is None or kind == "JSON":
         return True
@@ -50,12 +58,13 @@ def _type_ok(kind: str, v: Any) -> bool:
     if kind in _INT_TYPES:
         return (
             _is_number(v)
+            and _in_int64(v)
             and math.isfinite(v)
             and float(v).is_integer()
             and (abs(v) <= (INT32_MAX if kind == "INTEGER" else INT64_MAX))
         )
     if kind == "DOUBLE":
-        return _is_number(v)
+        return _is_number(v) and _in_int64(v)
     if kind == "BOOLEAN":  # JSON true/false (a CSV cell's words are read as booleans first)
         return isinstance(v, bool)
     if kind == "VARCHAR[]":
@@ -132,7 +141,7 @@ class RecordChecker:
                 line, name, "wrong type", expected=_EXPECTED[kind], got=describe(value)
             )
             return
-        if _is_number(value):
+        if _is_number(value) and _in_int64(value):
             yield from self._check_number(name, value, line)
 
     def _check_number(self, name: str, value: float, line: int) -> Iterator[Problem]:
@@ -183,7 +192,7 @@ class RecordChecker:
                     expected="a number > 0 (leave a sample out of a mean by leaving out its score)",
                     got=describe(v),
                 )
-            elif not _is_number(v):
+            elif not _is_number(v) or not _in_int64(v):
                 yield self.problem(line, where, "wrong type", expected="a number", got=describe(v))
             elif not math.isfinite(v):
                 yield self.problem(

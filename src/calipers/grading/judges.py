@@ -11,13 +11,13 @@ Four kinds of judgment, one versioned prompt file each (`calipers/grading/prompt
 Every judgment records the SHA-256 of the prompt template it was made with. A length-debias
 paragraph is on by default. A call that still fails after its retries (429, 5xx, timeouts) or whose
 reply cannot be read becomes a judgment with `score` null and the `error` — never a 0. API keys are
-read from the environment variable you name, and are scrubbed from every error text we keep.
+read from the environment variable you name; it and every other secret of the environment are
+scrubbed (`calipers.redact`) from every reply and error text we keep.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shlex
@@ -29,8 +29,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from calipers import processes
+from calipers.data import jsontext
 from calipers.errors import InputError
 from calipers.grading.judge_cache import JudgeCache
+from calipers.redact import register_key_env, scrub
 
 if TYPE_CHECKING:  # the rubric (pydantic, the schemes) is imported when a rubric is judged
     from calipers.schemes.rubric.definition import RubricRules
@@ -110,10 +112,12 @@ def _json_object(text: str) -> dict[str, Any]:
     candidates += _FENCE.findall(text)
     if "{" in text and "}" in text:
         candidates.append(text[text.index("{") : text.rindex("}") + 1])
+    strict: jsontext.JSONError | None = None
     for candidate in candidates:
-        try:
-            value = json.loads(candidate)
-        except json.JSONDecodeError:
+        try:  # strict: `{"score": 4, "score": 5}` is no verdict (Python would keep 5)
+            value = jsontext.loads(candidate)
+        except jsontext.JSONError as exc:
+            strict = strict or (exc if exc.field is not None else None)
             continue
         if isinstance(value, dict):
             # Tool envelopes (e.g. `claude -p --output-format json`) carry the reply in "result".
@@ -121,6 +125,8 @@ def _json_object(text: str) -> dict[str, Any]:
             if isinstance(inner, str) and not {"score", "scores", "winner"} & set(value):
                 return _json_object(inner)
             return value
+    if strict is not None:  # JSON, but not strict JSON: say what, not "no JSON"
+        raise JudgeReplyError(f"the reply's JSON is ambiguous: {strict}: {text[:200]!r}")
     raise JudgeReplyError(f"the reply is not a JSON object: {text[:200]!r}")
 
 
@@ -231,8 +237,8 @@ class OpenAIJudge:
         return f"openai\x00{self.base_url or ''}\x00{self.model}\x00{self.temperature}"
 
     def redact(self, text: str) -> str:
-        key = self._key()
-        return text.replace(key, "***") if len(key) >= 4 else text
+        """Every secret of the environment and this judge's own key, masked."""
+        return scrub(text, (self._key(),))
 
     def client_options(self) -> dict[str, Any]:
         """What the sync and the async client are made with."""
@@ -281,7 +287,7 @@ class OpenAIJudge:
     def content(self, text: str) -> str:
         """The message text of a chat completion's body."""
         try:
-            body = json.loads(text)
+            body = jsontext.loads_tool(text)
         except ValueError as exc:
             raise JudgeCallError(self.redact(f"bad response: {exc}: {text[:200]!r}")) from None
         try:
@@ -312,7 +318,9 @@ class CommandJudge:
         return f"command\x00{self.command}\x00{processes.files_digest(self.command)}"
 
     def redact(self, text: str) -> str:
-        return text
+        """Every secret of the environment masked: the program runs with calipers' environment,
+        and may print a key in its reply or its error."""
+        return scrub(text)
 
     def complete(self, prompt: str) -> str:
         for attempt in range(self.max_retries + 1):
@@ -426,6 +434,24 @@ def judge_sample(
 _NAMED = re.compile(r"^([A-Za-z0-9][\w.-]*)=(openai:|command:)")
 
 
+def check_endpoint(url: str, where: str) -> None:
+    """An endpoint is an http(s) URL with a host (and a port that is a number): anything else is
+    an error before any judge is called, not a timeout after the run."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port_ok = parts.port is None or 0 < parts.port < 65536
+    except ValueError:
+        parts, port_ok = None, False
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+        raise InputError(
+            f"{where}: the endpoint {url!r} is not an http(s) URL with a host",
+            hint="Write it like http://localhost:8000/v1 (openai:MODEL@URL, or --judge-base-url "
+            "URL for every openai judge).",
+        )
+
+
 def judge_from_spec(
     spec: str, *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY"
 ) -> Judge:
@@ -440,8 +466,15 @@ def judge_from_spec(
     body = spec[named.end(1) + 1 :] if named else spec
     kind, _, rest = body.partition(":")
     if kind == "openai" and rest:
-        at = re.fullmatch(r"(.+?)@(https?://\S+)", rest)  # a judge's own endpoint: MODEL@URL
-        model, url = (at.group(1), at.group(2)) if at else (rest, base_url)
+        model, url = rest, base_url
+        head, at, tail = rest.rpartition("@")
+        # a judge's own endpoint: MODEL@URL; `@` and digits stay in the model's name (Vertex's
+        # claude-3-5-sonnet@20240620)
+        if at and head and not tail.isdigit():
+            model, url = head, tail
+            check_endpoint(tail, f"--judge {spec!r}")
+        elif base_url is not None:
+            check_endpoint(base_url, "--judge-base-url")
         return OpenAIJudge(name=name or f"openai:{model}", model=model, base_url=url,
                            api_key_env=api_key_env)  # fmt: skip
     if kind == "command" and rest.strip():
@@ -466,6 +499,7 @@ def judges_from_specs(
     specs: Sequence[str], *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY"
 ) -> list[Judge]:
     """Judges of an ensemble, each with its own name (a repeated name gets #2, #3, …)."""
+    register_key_env(api_key_env)  # its value is scrubbed from every error the CLI shows
     judges = [judge_from_spec(s, base_url=base_url, api_key_env=api_key_env) for s in specs]
     seen: dict[str, int] = {}
     for judge in judges:

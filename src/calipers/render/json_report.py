@@ -13,6 +13,8 @@ from calipers.data.files import write_atomic
 from calipers.errors import InputError
 
 REPORT_SCHEMA_VERSION = "1"  # of every JSON report; the schemas are `calipers schema --report`
+# of the paired comparison's report (`compare` with layered, metric): 2 added `flips`
+COMPARE_SCHEMA_VERSION = "2"
 
 
 def clean(value: Any) -> Any:

@@ -1,10 +1,11 @@
 """Compact GitHub-flavoured Markdown summaries (`--markdown PATH|-` on `compare`, `check` and
 `score`), for a pull-request comment or `$GITHUB_STEP_SUMMARY`: the verdict, the interval with its
-confidence level and method, the decision at a margin, the tasks that moved, the seed and the
-numbers of samples.
+confidence level and method, the decision at a margin, the tasks that moved and every task's
+numbers, the seed and the numbers of samples, and the samples that flipped.
 
 They are built from the JSON reports (the dicts `--json` writes), so one renderer serves every
-scheme, and they are link-free: no URL, no image, no HTML. Every piece of text that comes from the
+scheme, and they are link-free: no URL, no image, and no HTML but the <details> and <summary>
+tags that fold the flips (and a long task table) away. Every piece of text that comes from the
 data — run, task and case names, reasons and notes that quote them — goes through `escape`, which
 makes it inert as Markdown and against GitHub's own rewriting of text (mentions, issue
 references, emoji)."""
@@ -12,82 +13,20 @@ references, emoji)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from calipers.render.changes import FLIPS_SHOWN, flips_markdown, tasks_markdown
 from calipers.render.json_report import clean, write_report_text
+from calipers.render.markdown_text import bounds as _bounds
+from calipers.render.markdown_text import escape
+from calipers.render.markdown_text import level as _level
+from calipers.render.markdown_text import num as _num
+from calipers.render.markdown_text import signed as _signed
+from calipers.render.markdown_text import table as _table
 
 MAX_MOVED = 10  # tasks (or cases) listed before "and N more"
-
-# ------------------------------------------------------------------------------- escaping
-
-# ANSI / ECMA-48 sequences: CSI (7- and 8-bit), OSC (hyperlinks, titles), DCS/SOS/PM/APC strings,
-# and the two-character escapes. Stripped whole, so no parameter bytes are left behind as text.
-_ANSI = re.compile(
-    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
-    r"|(?:\x1b[\]P^_X]|[\x9d\x90\x98\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
-    r"|\x1b[ -/]*[0-~]?"
-)
-_LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x85\u2028\u2029]")
-# what is left of the C0 and C1 controls, and the bidirectional overrides that reorder what a
-# reader sees (tab becomes a space first)
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-# Every character that starts Markdown anywhere in a line, plus `:` and `@` (GFM autolinks:
-# http://…, mailto:…, name@host) and `$` (GitHub math). A backslash makes each one literal, in a
-# paragraph and in a table cell alike (`\|` does not end a cell).
-_SPECIAL = re.compile(r"[\\`*_\[\]<>|#~$&:@!]")
-# Only at the start of the text: list items, headings by underline, ordered lists.
-_LEADING = re.compile(r"^(?:([-+=])|(\d+)(?=[.)]))")
-_WORD_JOINER = "\u2060"
-# GitHub rewrites text after rendering Markdown, backslashes or not: @mentions, #123 and GH-123
-# issue references, :shortcode: emoji. An invisible word joiner after the trigger breaks each.
-_GITHUB_REFERENCE = re.compile(r"(\\@)(?=[A-Za-z0-9])|(\\#)(?=\d)|(?<![A-Za-z0-9])(GH-)(?=\d)")
-_EMOJI = re.compile(r"(\\:)(?=[\w+-]+\\:)")
-_WWW = re.compile(r"(?i)(?<![A-Za-z0-9])(www)\.")
-
-
-def escape(text: object) -> str:
-    """`text` (a name, a reason, a note) as literal Markdown on one line, trimmed: ANSI
-    sequences and control characters removed, each line break shown as ↵, every character
-    with a Markdown meaning backslash-escaped (`| * _ \\` < > [ ] # ~ $ & : @ !`, and a
-    leading `-`, `+`, `=` or `1.`), `www.` and `@`/`#`/`:` kept from becoming links,
-    mentions, issue references or emoji."""
-    s = _ANSI.sub("", str(text))
-    s = _LINE_BREAK.sub("↵", s).replace("\t", " ")
-    s = _CONTROL.sub("", s)
-    s = _SPECIAL.sub(lambda m: "\\" + m.group(), s.strip())
-    s = _LEADING.sub(lambda m: "\\" + m.group() if m.group(1) else m.group(2) + "\\", s)
-    s = _WWW.sub(r"\1\\.", s)
-    s = _GITHUB_REFERENCE.sub(lambda m: next(g for g in m.groups() if g) + _WORD_JOINER, s)
-    return _EMOJI.sub(lambda m: m.group(1) + _WORD_JOINER, s)
-
-
-# ------------------------------------------------------------------------------- numbers
-
-
-def _num(x: Any, digits: int = 3) -> str:
-    return "—" if not isinstance(x, int | float) or isinstance(x, bool) else f"{x:.{digits}f}"
-
-
-def _signed(x: Any, digits: int = 3) -> str:
-    return "—" if not isinstance(x, int | float) or isinstance(x, bool) else f"{x:+.{digits}f}"
-
-
-def _bounds(low: Any, high: Any, fmt: Callable[[Any, int], str] = _signed, digits: int = 3) -> str:
-    if low is None or high is None:
-        return "—"
-    return f"\\[{fmt(low, digits)}, {fmt(high, digits)}\\]"
-
-
-def _level(confidence: Any) -> str:
-    return f"{confidence:.0%}" if isinstance(confidence, int | float) else "—"
-
-
-def _table(header: list[str], rows: Iterable[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines
 
 
 def _capped(items: list[str], what: str = "") -> list[str]:
@@ -111,10 +50,15 @@ def _finish(lines: list[str]) -> str:
 
 
 def compare_markdown(
-    report: Mapping[str, Any], *, gate: str | None = None, gate_failure: str | None = None
+    report: Mapping[str, Any],
+    *,
+    gate: str | None = None,
+    gate_failure: str | None = None,
+    flips: int = FLIPS_SHOWN,
 ) -> str:
     """A comparison report (`kind` compare: layered, metric and plugins built on them; or
-    objective-compare) as Markdown; `gate` and `gate_failure` say how the run's gate went."""
+    objective-compare) as Markdown; `gate` and `gate_failure` say how the run's gate went;
+    `flips`: the largest regressions and improvements listed per pair (`--flips N`)."""
     report = clean(report)
     if report.get("kind") == "objective-compare":
         lines = _objective_compare(report)
@@ -129,7 +73,7 @@ def compare_markdown(
         ]
     if gate is not None and gate != "none":
         lines[1:1] = ["", _gate_line(gate, gate_failure)]
-    return _finish([*lines, "", *_notes(report)])
+    return _finish([*lines, "", *flips_markdown(report, top=flips), *_notes(report)])
 
 
 def _gate_line(gate: str, failure: str | None) -> str:
@@ -205,7 +149,7 @@ def _paired_compare(report: Mapping[str, Any]) -> list[str]:
         missing = _missing_outcomes(p, quantity)
         if missing:
             lines += ["", missing]
-    lines += ["", *_tasks_moved(pairs)]
+    lines += ["", *_tasks_moved(pairs, quantity, level)]
     variants = report.get("variants") or {}
     counts = " · ".join(
         f"{escape(name)}{' (control)' if name == control else ''} {v.get('n_samples', '—')} samples"
@@ -267,14 +211,19 @@ def _clustering(params: Mapping[str, Any]) -> str:
     return f"{unit} ({reason})" if reason else unit
 
 
-def _tasks_moved(pairs: list[Mapping[str, Any]]) -> list[str]:
-    """Per pair, the tasks whose difference survived the multiplicity adjustment; none listed
-    when the comparison was not split by task."""
+def _tasks_moved(pairs: list[Mapping[str, Any]], quantity: str, level: str) -> list[str]:
+    """Per pair, the tasks whose difference survived the multiplicity adjustment (none listed
+    when the comparison was not split by task), then every task's numbers
+    (`calipers.render.changes.tasks_markdown`)."""
     lines: list[str] = []
     for p in pairs:
         tasks: Mapping[str, Any] = p.get("tasks") or {}
         adjust = p.get("task_adjust")
+        every = tasks_markdown(p, quantity=quantity, level=level)
         if adjust is None or not tasks:
+            if every:
+                lines += [f"**Per task** for {escape(p.get('treatment', '?'))} (not tested one "
+                          "by one):", *every]  # fmt: skip
             continue
         tested = [t for t in tasks.values() if t.get("p_adjusted") is not None]
         moved = sorted(
@@ -290,6 +239,7 @@ def _tasks_moved(pairs: list[Mapping[str, Any]]) -> list[str]:
             lines += [
                 f"**Tasks that moved** for {escape(p.get('treatment', '?'))}: none of the "
                 f"{len(tasks)} tasks could be tested on its own (too few samples in each).",
+                *every,
                 "",
             ]
             continue
@@ -303,7 +253,7 @@ def _tasks_moved(pairs: list[Mapping[str, Any]]) -> list[str]:
             for name, t in moved
         ]
         lines += ["", *_capped(items)] if items else []
-        lines.append("")
+        lines += [*every, ""]
     return lines
 
 
@@ -376,9 +326,7 @@ def _objective_compare(report: Mapping[str, Any]) -> list[str]:
 # ------------------------------------------------------------------------------- score
 
 
-def score_markdown(
-    report: Mapping[str, Any], *, reading: Callable[[float, str], str] | None = None
-) -> str:
+def score_markdown(report: Mapping[str, Any], *, reading: Callable[..., str] | None = None) -> str:
     """A score report (`calipers score --json`) as Markdown: one row per run with its headline
     score and interval. `reading`, for robustness, names the band of a score (kelvin's words)."""
     report = clean(report)
@@ -483,9 +431,7 @@ _SCORE_VIEWS: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], list[st
 # ------------------------------------------------------------------------------- robustness
 
 
-def _signal_rows(
-    body: Mapping[str, Any], reading: Callable[[float, str], str] | None
-) -> list[list[str]]:
+def _signal_rows(body: Mapping[str, Any], reading: Callable[..., str] | None) -> list[list[str]]:
     intervals = body.get("intervals") or {}
     rows = []
     for name in ("invariance", "sensitivity"):
@@ -497,7 +443,7 @@ def _signal_rows(
             bounds = _bounds(i.get("low"), i.get("high"), _num, 2)
             if i.get("formula"):
                 bounds += f" ({escape(i['formula'])})"
-        band = reading(value, name) if reading and isinstance(value, int | float) else ""
+        band = reading(value, name, i or None) if reading and isinstance(value, int | float) else ""
         rows.append([name, _num(value, 2) if value is not None else "not measured", bounds,
                      str(body.get(f"{name}_sample", "—")), escape(band) or "—"])  # fmt: skip
     rows.append(["K", _num(body.get("kelvin_score"), 2), "—", "—",
@@ -538,7 +484,7 @@ def _cases_moved(cases: Sequence[Mapping[str, Any]]) -> list[str]:
 def _robustness_body(
     body: Mapping[str, Any],
     cases: Sequence[Mapping[str, Any]] | None,
-    reading: Callable[[float, str], str] | None,
+    reading: Callable[..., str] | None,
     diagnostic: str | None,
 ) -> list[str]:
     lines = _table(["signal", "value", f"{_level_of(body)} interval", "n", "reading"],
@@ -562,9 +508,7 @@ def _robustness_body(
     return lines
 
 
-def _robustness_runs(
-    report: Mapping[str, Any], reading: Callable[[float, str], str] | None
-) -> list[str]:
+def _robustness_runs(report: Mapping[str, Any], reading: Callable[..., str] | None) -> list[str]:
     lines: list[str] = []
     all_cases = report.get("cases") or {}
     for name, body in (report.get("runs") or {}).items():
@@ -578,7 +522,7 @@ def check_markdown(
     report: Mapping[str, Any],
     *,
     cases: Sequence[Mapping[str, Any]] | None = None,
-    reading: Callable[[float, str], str] | None = None,
+    reading: Callable[..., str] | None = None,
     diagnostic: str | None = None,
 ) -> str:
     """A `calipers check` report (kelvin's report.json, `--json`) as Markdown. `cases` are the

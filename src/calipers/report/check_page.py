@@ -47,7 +47,9 @@ def check_page(out: Path, *, diagnostic: str | None = None) -> str:
             title="decision distance from the baseline (0 = unchanged)", label="mean distance",
         )  # fmt: skip
     bands = {
-        name: band(run[name], name) if run.get(name) is not None else None
+        name: band(run[name], name, (run.get("intervals") or {}).get(name))
+        if run.get(name) is not None
+        else None
         for name in ("invariance", "sensitivity")
     }
     context = {**run, "case_reports": cases, "bands": bands, "diagnostic": diagnostic}

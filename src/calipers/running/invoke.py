@@ -28,7 +28,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from calipers import processes
+from calipers.data import jsontext
 from calipers.data.files import write_atomic
+from calipers.redact import scrub, scrub_json, scrub_optional
+from calipers.running.template import fill_command
 
 DEFAULT_TIMEOUT_S = 150.0
 CACHE_SCHEMA_VERSION = 1  # kelvin's; a different version is a miss, never a crash
@@ -75,6 +78,7 @@ class InvocationResult:
     stderr_tail: str | None = None
     attempts: int = 0  # 0 when served from the cache
     cached: bool = False
+    reused: bool = False  # from the cache, an entry another run made (`reuse_salt`)
     interrupted: bool = False  # stopped by Ctrl-C / SIGTERM: neither a result nor a failure
     seconds: float = 0.0
 
@@ -92,6 +96,9 @@ class Pipeline:
     cache_dir: Path | None = None
     cwd: Path | None = None
     cache_salt: str = ""  # e.g. "epoch=2": repeats of one input are separate invocations
+    # On a miss, the entry under this salt instead (another run's output, `--reuse-from`); a
+    # hit there is copied under `cache_salt`. None: only the pipeline's own entries.
+    reuse_salt: str | None = None
     # An output worth keeping (e.g. its telemetry is well-typed); others are never cached, and a
     # cached entry it rejects is a miss. None: every successful output.
     cache_if: Callable[[dict[str, Any]], bool] | None = None
@@ -99,12 +106,37 @@ class Pipeline:
     def cacheable(self, parsed: dict[str, Any] | None) -> bool:
         return parsed is not None and (self.cache_if is None or self.cache_if(parsed))
 
-    def cache_key(self, rendered: str) -> str:
+    def cache_key(self, rendered: str, salt: str | None = None) -> str:
         """kelvin's key: sha256 of the three parts joined by NUL bytes (so ("ab", "c") and
-        ("a", "bc") differ); a salt, when set, is a fourth part (kelvin never sets one)."""
+        ("a", "bc") differ); a salt, when set, is a fourth part (kelvin never sets one).
+        `salt` replaces `cache_salt` (the key of another run's entry)."""
+        salt = self.cache_salt if salt is None else salt
         parts = (self.command, rendered, self.decision_field)
-        joined = "\x00".join((*parts, self.cache_salt) if self.cache_salt else parts)
+        joined = "\x00".join((*parts, salt) if salt else parts)
         return hashlib.sha256(joined.encode("utf-8")).hexdigest()
+
+
+def cached_result(
+    pipeline: Pipeline, rendered: str, input_path: Path, output_path: Path, extract: Extract
+) -> InvocationResult | None:
+    """The cache's answer for this invocation, or None: the pipeline's own entry, else (with
+    `reuse_salt`) the other run's, copied under the own key and marked `reused`."""
+    if pipeline.cache_dir is None:
+        return None
+    key = pipeline.cache_key(rendered)
+    hit = cache_lookup(pipeline.cache_dir, key, input_path, output_path, extract)
+    if hit is not None and pipeline.cacheable(hit.parsed_output):
+        return hit
+    if pipeline.reuse_salt is None:
+        return None
+    other = pipeline.cache_key(rendered, pipeline.reuse_salt)
+    hit = cache_lookup(pipeline.cache_dir, other, input_path, output_path, extract)
+    if hit is None or not pipeline.cacheable(hit.parsed_output):
+        return None
+    hit.reused = True
+    with contextlib.suppress(OSError):  # now this run's output too: its re-runs find it
+        cache_store(pipeline.cache_dir, key, hit)
+    return hit
 
 
 def invoke(
@@ -121,11 +153,10 @@ def invoke(
     start = time.perf_counter()
     rendered = input_path.read_text(encoding="utf-8")
     key = pipeline.cache_key(rendered)
-    if pipeline.cache_dir is not None:
-        hit = cache_lookup(pipeline.cache_dir, key, input_path, output_path, extract)
-        if hit is not None and pipeline.cacheable(hit.parsed_output):
-            hit.seconds = time.perf_counter() - start
-            return hit
+    hit = cached_result(pipeline, rendered, input_path, output_path, extract)
+    if hit is not None:
+        hit.seconds = time.perf_counter() - start
+        return hit
     rng = rng or random.Random(key)
     result: InvocationResult | None = None
     for attempt in range(1, pipeline.retry.max_attempts + 1):
@@ -161,7 +192,8 @@ def _run(
     timeout or an interrupt can kill everything it started, not just the shell."""
     if pipeline.mode == "files":
         # Absolute: the command may run in another directory (the config's) than ours.
-        command = pipeline.command.format(
+        command = fill_command(
+            pipeline.command,
             input=shlex.quote(str(input_path.absolute())),
             output=shlex.quote(str(output_path.absolute())),
         )
@@ -177,9 +209,11 @@ def _attempt(
     pipeline: Pipeline, rendered: str, input_path: Path, output_path: Path, extract: Extract
 ) -> InvocationResult:
     def failed(error: str, code: int | None, stderr: str = "", **extra: Any) -> InvocationResult:
+        # what the pipeline printed reaches reports, the store and the terminal: secrets masked
         return InvocationResult(
-            False, code, input_path, output_path, error=error, stderr_tail=_tail(stderr), **extra
-        )
+            False, code, input_path, output_path, error=scrub(error),
+            stderr_tail=scrub_optional(_tail(stderr)), **extra,
+        )  # fmt: skip
 
     with contextlib.suppress(FileNotFoundError):
         output_path.unlink()  # a stale output from an earlier attempt must not pass as this one's
@@ -194,23 +228,27 @@ def _attempt(
     if code != 0:
         return failed(f"pipeline exited with code {code}", code, stderr)
     if pipeline.mode == "stdio":
-        write_atomic(output_path, stdout)
+        write_atomic(output_path, scrub(stdout))
     elif not output_path.exists():
         return failed("pipeline exited 0 but did not write the output file", code, stderr)
     try:
         raw = output_path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return failed(f"could not read the output file: {exc}", code, stderr)
-    try:
-        parsed = json.loads(raw)
-    except json.JSONDecodeError as exc:
+    try:  # strict JSON: a key twice, NaN, an integer beyond 64 bits are refused, not guessed
+        parsed = jsontext.loads(raw)
+    except jsontext.JSONError as exc:
         return failed(
-            f"output is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+            f"output is not valid JSON: {exc.message.removeprefix('not JSON: ')} ({exc.where()})",
             code,
             stderr,
         )
     if not isinstance(parsed, dict):
         return failed(f"output JSON is a {type(parsed).__name__}, not an object", code, stderr)
+    scrubbed = scrub_json(parsed)  # before the store, the cache and every report
+    if scrubbed != parsed:  # and in calipers' copy of the output, which the pipeline wrote
+        parsed = scrubbed
+        write_atomic(output_path, json.dumps(parsed, indent=2))
     try:
         value = extract(parsed)
     except LookupError as exc:

@@ -27,9 +27,11 @@ from typing import Any, Final
 
 import yaml
 
+from calipers.data import yamltext
 from calipers.errors import InputError
 from calipers.running.invoke import RetryPolicy
 from calipers.running.perturb import ALL_KINDS, DEFAULT_KINDS
+from calipers.running.template import TemplateError, parse_command
 
 CONFIG_FILENAME: Final = "kelvin.yaml"
 REQUIRED_FIELDS: Final = ("run", "cases", "decision_field", "governing_types")
@@ -150,8 +152,8 @@ def load_kelvin_config(path: Path) -> KelvinConfig:
 
 def parse_kelvin_config(text: str, *, path: Path) -> KelvinConfig:
     """Validate kelvin.yaml text; `path` names the file in errors and anchors relative paths."""
+    raw = yamltext.parse(text, str(path)).data  # a key given twice: refused, with both lines
     try:
-        raw = yaml.safe_load(text)
         lines = _field_lines(yaml.compose(text, Loader=yaml.SafeLoader))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -315,21 +317,12 @@ def _unknown_field_warnings(raw: dict[Any, Any], path: Path) -> list[str]:
 
 def _check_template_fills(run: str, fields: _Fields) -> None:
     """kelvin fills the template with `str.format`; a template it cannot fill would fail on every
-    invocation, and an escaped `{{input}}` would never receive the path."""
+    invocation, and an escaped `{{input}}` would never receive the path. The one template engine
+    (`calipers.running.template`, also `calipers run --pipeline`) says which brace and where."""
     try:
-        filled = run.format(input="\x00input\x00", output="\x00output\x00")
-    except (KeyError, IndexError, ValueError) as exc:
-        raise fields.error(
-            "run",
-            f"cannot be filled in: braces other than {{input}} and {{output}} ({exc!r})",
-            "Write a literal brace as `{{` or `}}`, e.g. awk '{{print}}'.",
-        ) from exc
-    if "\x00input\x00" not in filled or "\x00output\x00" not in filled:
-        raise fields.error(
-            "run",
-            "has its {input} or {output} placeholder escaped as {{input}} / {{output}}",
-            _RUN_HINT,
-        )
+        parse_command(run)
+    except TemplateError as exc:
+        raise fields.error("run", exc.problem, exc.hint or _RUN_HINT) from exc
 
 
 def _block(raw: Any, name: str, fields: _Fields) -> dict[Any, Any] | None:
@@ -446,11 +439,12 @@ def _retry_policy(raw: Any, fields: _Fields) -> RetryPolicy:
     backoff = _number(block, "retry_policy.backoff_factor", defaults.backoff_factor, 1.0, fields)
     jitter = _number(block, "retry_policy.jitter_max_s", defaults.jitter_max_s, 0.0, fields)
     codes = block.get("transient_exit_codes", [])
-    if not isinstance(codes, list) or not all(_is_int(c) for c in codes):
+    if not isinstance(codes, list) or not all(_is_int(c) and 1 <= c <= 255 for c in codes):
         raise fields.error(
             "retry_policy.transient_exit_codes",
-            "must be a list of integers",
-            "Example: `transient_exit_codes: [75]` (EX_TEMPFAIL).",
+            "must be a list of exit codes (integers from 1 to 255)",
+            "Example: `transient_exit_codes: [75]` (EX_TEMPFAIL). A process exits with 0-255, "
+            "and 0 is success.",
         )
     on_timeout = _flag(block, "retry_policy.retry_on_timeout", fields)
     return RetryPolicy(

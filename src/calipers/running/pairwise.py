@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from calipers import writes
 from calipers.errors import InputError, Interrupted
 from calipers.grading.pairwise import (
     COLUMNS,
@@ -191,19 +192,17 @@ def _store(con: Any, rows: Sequence[PairVerdict], judges: Sequence[str]) -> int:
     con.register("judged_keys", judged_keys)
     con.register("new_pairs", new)
     match = " AND ".join(f"p.{c} = k.{c}" for c in key_names)
-    con.execute("BEGIN TRANSACTION")
     try:
-        found = con.execute(f"SELECT count(*) FROM pairwise p SEMI JOIN judged_keys k ON {match}")
-        replaced = int(found.fetchone()[0])
-        con.execute(f"DELETE FROM pairwise p USING judged_keys k WHERE {match}")
-        con.execute(
-            f"INSERT INTO pairwise ({', '.join(COLUMNS)}, judged_at) "
-            f"SELECT {', '.join(COLUMNS)}, judged_at FROM new_pairs"
-        )
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
+        with writes.transaction(con, f"{len(rows):,} pairwise verdict(s)"):
+            found = con.execute(
+                f"SELECT count(*) FROM pairwise p SEMI JOIN judged_keys k ON {match}"
+            )
+            replaced = int(found.fetchone()[0])
+            con.execute(f"DELETE FROM pairwise p USING judged_keys k WHERE {match}")
+            con.execute(
+                f"INSERT INTO pairwise ({', '.join(COLUMNS)}, judged_at) "
+                f"SELECT {', '.join(COLUMNS)}, judged_at FROM new_pairs"
+            )
     finally:
         con.unregister("judged_keys")
         con.unregister("new_pairs")

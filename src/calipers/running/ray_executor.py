@@ -31,8 +31,8 @@ from calipers.running.invoke import (
     Extract,
     InvocationResult,
     Pipeline,
-    cache_lookup,
     cache_store,
+    cached_result,
     invoke,
 )
 from calipers.running.jobs import Job, default_workers, job_rng
@@ -116,12 +116,10 @@ class RayBackend:
         # The key from the text as read back, exactly as the local backend computes it.
         rendered = job.input_path.read_text(encoding="utf-8")
         outer: Future[InvocationResult] = Future()
-        if pipeline.cache_dir is not None:
-            key = pipeline.cache_key(rendered)
-            hit = cache_lookup(pipeline.cache_dir, key, job.input_path, job.output_path, extract)
-            if hit is not None:
-                outer.set_result(hit)
-                return outer
+        hit = cached_result(pipeline, rendered, job.input_path, job.output_path, extract)
+        if hit is not None:
+            outer.set_result(hit)
+            return outer
         ref = self._task("invoke").remote(
             replace(pipeline, cache_dir=None), job.name, rendered, extract, seed, os.getcwd()
         )
@@ -133,7 +131,11 @@ class RayBackend:
                 if text is not None:
                     write_atomic(job.output_path, text)
                 result.input_path, result.output_path = job.input_path, job.output_path
-                if result.ok and pipeline.cache_dir is not None:
+                if (
+                    result.ok
+                    and pipeline.cache_dir is not None
+                    and pipeline.cacheable(result.parsed_output)
+                ):
                     cache_store(pipeline.cache_dir, pipeline.cache_key(rendered), result)
                 outer.set_result(result)
             except BaseException as exc:  # a lost worker, a task that could not be unpickled

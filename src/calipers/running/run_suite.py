@@ -34,6 +34,7 @@ from calipers.grading.async_judges import prefetch_client
 from calipers.grading.grade import grade_record
 from calipers.grading.judges import PromptTemplate
 from calipers.running.executor import Backend, ExecutorName, Job, JobPool, open_backend
+from calipers.running.identity import PipelineIdentity, identify
 from calipers.running.invoke import InvocationResult, Pipeline, RetryPolicy
 from calipers.running.judging import (
     CallCounts,
@@ -44,6 +45,7 @@ from calipers.running.judging import (
 )
 from calipers.running.pairwise import NothingShared, PairJudging, judge_pairs
 from calipers.running.suite import Suite, Task
+from calipers.running.template import parse_command
 from calipers.schemes.rubric.definition import load_rubric
 from calipers.workspace import PIPELINE_CACHE, RUNS_DIR
 
@@ -68,6 +70,10 @@ class RunOptions:
     judging: JudgeOptions = field(default_factory=JudgeOptions)
     executor: ExecutorName = "local"
     ray_address: str | None = None
+    # the cache: a run reuses only its own outputs of this version (docs/running.md)
+    pipeline_version: str | None = None  # the suite's pipeline.version, or --pipeline-version
+    env: tuple[str, ...] = ()  # the suite's pipeline.env: variables part of the key
+    reuse_from: str | None = None  # --reuse-from RUN: that run's cached outputs too
 
 
 @dataclass
@@ -79,6 +85,8 @@ class SuiteRun:
     judged: int
     notes: list[str] = field(default_factory=list)
     judge_calls: dict[str, CallCounts] = field(default_factory=dict)  # per judge
+    reused: int = 0  # of `cached`: outputs another run made (--reuse-from)
+    identity: PipelineIdentity | None = None  # what the cache key held
 
 
 def extract_output(parsed: dict[str, Any]) -> Any:
@@ -159,6 +167,8 @@ def run_suite(suite: Suite, command: str, options: RunOptions) -> SuiteRun:
     """Every task × epoch through the pipeline (bounded pool, cached, resumable), assertions
     graded, judges called; samples in suite order. Ctrl-C / SIGTERM raise RunInterrupted with the
     samples that had finished (pipeline and judges)."""
+    if not options.stdio:  # a brace the template cannot fill: refused before anything runs
+        parse_command(command, required=(), where="`pipeline`", parameters=["pipeline"])
     out = options.out or RUNS_DIR / safe_dir(options.run_name)
     pipeline = Pipeline(
         command=command,
@@ -172,13 +182,17 @@ def run_suite(suite: Suite, command: str, options: RunOptions) -> SuiteRun:
         cwd=None,
         cache_if=telemetry_ok,
     )
-    # the program's files are part of the key: a fixed pipeline is a new pipeline, not a hit
-    program = processes.files_digest(command)
+    # the run, the program's files and directories, the version and the environment are part
+    # of the key: a fixed pipeline is a new pipeline, and another run's outputs are not this
+    # run's (unless --reuse-from)
+    identity = identify(
+        command, options.run_name, version=options.pipeline_version, env=options.env
+    )
     jobs: list[tuple[Task, int, Future[InvocationResult]]] = []
     backend = open_backend(
         options.executor, workers=options.workers, ray_address=options.ray_address
     )
-    notes: list[str] = []
+    notes: list[str] = list(identity.notes)
     rows: list[dict[str, Any]] = []
     prefetch_client(options.judging.judges, backend.name)  # while the pipelines run
     try:
@@ -188,7 +202,13 @@ def run_suite(suite: Suite, command: str, options: RunOptions) -> SuiteRun:
                 for epoch in range(suite.epochs_of(task, options.epochs)):
                     job = Job(f"{task.id}/{epoch}", suite.inputs[task.id],
                               out / safe_dir(task.id) / str(epoch))  # fmt: skip
-                    salted = replace(pipeline, cache_salt=f"epoch={epoch}\x00program={program}")
+                    salted = replace(
+                        pipeline,
+                        cache_salt=identity.salt(epoch),
+                        reuse_salt=None
+                        if options.reuse_from is None
+                        else identity.salt(epoch, options.reuse_from),
+                    )
                     jobs.append((task, epoch, pool.submit(salted, job)))
         results = [(task, epoch, future.result()) for task, epoch, future in jobs]
         rows = [
@@ -203,6 +223,11 @@ def run_suite(suite: Suite, command: str, options: RunOptions) -> SuiteRun:
         raise RunInterrupted(*_kept(suite, options, jobs, rows, stop, notes)) from None
     finally:
         backend.close()
+    if options.reuse_from is not None and not any(r.reused for *_, r in results):
+        notes.append(
+            f"--reuse-from {options.reuse_from}: the cache holds no output of that run for this "
+            "command, these inputs, files, version and environment; nothing was reused"
+        )
     return SuiteRun(
         rows,
         invocations=sum(1 for *_, r in results if not r.cached),
@@ -211,6 +236,8 @@ def run_suite(suite: Suite, command: str, options: RunOptions) -> SuiteRun:
         judged=judged,
         notes=notes,
         judge_calls=judge_calls,
+        reused=sum(1 for *_, r in results if r.reused),
+        identity=identity,
     )
 
 
@@ -269,6 +296,7 @@ def _kept(
         failed=sum(1 for r in kept if r.get("error")),
         judged=judged,
         notes=notes,
+        reused=sum(1 for r in results if r.reused),
     )
     return partial, len(jobs)
 

@@ -9,6 +9,8 @@ pipeline:                    # optional; each is overridden by its `calipers run
   timeout_s: 60              # --timeout (default 150)
   transient_exit_codes: [75] # --retry-exit-code: retried with backoff
   attempts: 3                # --attempts (default 3 when transient codes are given, else 1)
+  version: "2024-06-rc1"     # --pipeline-version: part of the cache key
+  env: [MODEL_NAME]          # variables whose values are part of the cache key
 judge:                       # optional
   timeout_s: 30              # --judge-timeout
   retries: 1                 # --judge-retries
@@ -31,27 +33,24 @@ Every problem names the file, the task (line for JSONL) and the field.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-import yaml
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     ValidationError,
     field_validator,
     model_validator,
 )
 
+from calipers.data import configfile, jsontext
+from calipers.data.configfile import StrictModel
 from calipers.data.model import ASSERTION_LAYERS
 from calipers.errors import InputError
 
 
-class AssertionSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class AssertionSpec(StrictModel):
     type: str
     value: Any = None
     name: str | None = None
@@ -66,9 +65,7 @@ class AssertionSpec(BaseModel):
         return self
 
 
-class Task(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Task(StrictModel):
     id: str = Field(min_length=1)
     input: str | None = None
     input_file: str | None = None
@@ -84,22 +81,35 @@ class Task(BaseModel):
         return self
 
 
-class PipelineSettings(BaseModel):
+class PipelineSettings(StrictModel):
     """How the pipeline is invoked; each is overridden by its `calipers run` option."""
-
-    model_config = ConfigDict(extra="forbid")
 
     timeout_s: float | None = Field(default=None, gt=0)
     # exit codes that mean "try again" (rate limited, a flaky dependency): retried with backoff
-    transient_exit_codes: list[int] = Field(default_factory=list)
+    transient_exit_codes: list[Annotated[int, Field(ge=1, le=255)]] = Field(default_factory=list)
     attempts: int | None = Field(default=None, ge=1, le=20)
+    # part of every cached output's key: a new version is run again, never served old outputs
+    version: str | None = Field(default=None, min_length=1)  # --pipeline-version
+    env: list[str] = Field(default_factory=list)  # variables whose values are part of the key
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_text(cls, value: Any) -> Any:
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        return str(value) if number else value
+
+    @field_validator("env", mode="after")
+    @classmethod
+    def _variable_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not name or "=" in name or "\x00" in name:
+                raise ValueError(f"'{name}' is not an environment variable's name")
+        return value
 
 
-class PairwiseSettings(BaseModel):
+class PairwiseSettings(StrictModel):
     """Pairwise judging of the new run against runs already in the store (on the samples they
     share, both orders, the run's --judge judges); overridden by --pairwise-against."""
-
-    model_config = ConfigDict(extra="forbid")
 
     against: list[str] = Field(min_length=1)
 
@@ -119,19 +129,15 @@ class PairwiseSettings(BaseModel):
         return value
 
 
-class JudgeSettings(BaseModel):
+class JudgeSettings(StrictModel):
     """Judge call limits; each is overridden by --judge-timeout / --judge-retries."""
-
-    model_config = ConfigDict(extra="forbid")
 
     timeout_s: float | None = Field(default=None, gt=0)
     retries: int | None = Field(default=None, ge=0, le=10)
     pairwise: PairwiseSettings | None = None
 
 
-class SuiteFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class SuiteFile(StrictModel):
     name: str | None = None
     epochs: int = Field(default=1, ge=1)
     cases_file: str | None = None
@@ -155,43 +161,46 @@ class Suite(BaseModel):
         return override or task.epochs or self.epochs
 
 
-def _problem(exc: ValidationError, where: str, tasks: list[Any] | None = None) -> InputError:
+_TASK_HINT = "A task needs `id` and one of `input` or `input_file`; see docs/running.md."
+_PAIRWISE_HINT = (
+    "`judge: {pairwise: {against: [RUN, ...]}}` names runs of the store; see docs/running.md."
+)
+
+
+def _problem(
+    exc: ValidationError, doc: configfile.Document, prefix: tuple[Any, ...] = ()
+) -> InputError:
     first = exc.errors()[0]
-    loc = [str(p) for p in first["loc"]]
-    if tasks is not None and len(loc) >= 2 and loc[0] == "tasks" and loc[1].isdigit():
-        raw = tasks[int(loc[1])]
-        task_id = raw.get("id") if isinstance(raw, dict) else None
-        loc = [f"tasks[{loc[1]}]" + (f" (id {task_id})" if task_id else ""), *loc[2:]]
-    message = first["msg"].removeprefix("Value error, ")
-    more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-    hint = (
-        "`judge: {pairwise: {against: [RUN, ...]}}` names runs of the store; see docs/running.md."
-        if loc[:2] == ["judge", "pairwise"]
-        else "A task needs `id` and one of `input` or `input_file`; see docs/running.md."
-    )
-    return InputError(f"{where}: field '{'.'.join(loc)}': {message}{more}", hint=hint)
+    loc = [*prefix, *first["loc"]]
+    if loc[:2] == ["judge", "pairwise"]:
+        hint = _PAIRWISE_HINT
+    elif first["type"] in ("missing", "value_error"):
+        hint = _TASK_HINT
+    else:  # a value of the wrong type or range: nothing is converted
+        hint = (
+            'Write each value as its type: a count as a whole number (2, not "2", 2.0 or '
+            "true), a time as a finite number; see the suite format in docs/running.md."
+        )
+    return configfile.invalid(exc, doc, hint=hint, prefix=prefix)
 
 
 def load_suite(path: Path) -> Suite:
-    """Read and validate a suite file (YAML or JSON) and the files it names."""
+    """Read and validate a suite file (YAML, or strict JSON for a .json name) and the files it
+    names; every problem names the file, its line and the field."""
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"{path}: suite file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read the suite: {exc}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f", line {mark.line + 1}" if mark is not None else ""
-        raise InputError(f"{path}{line}: not valid YAML: {exc}") from None
+    doc = configfile.parse(text, str(path), json=path.suffix.lower() == ".json")
+    raw = doc.data
     if not isinstance(raw, dict):
         raise InputError(f"{path}: a suite is a mapping with `tasks:` (got {type(raw).__name__})")
     try:
         spec = SuiteFile.model_validate(raw)
     except ValidationError as exc:
-        raise _problem(
-            exc, str(path), raw.get("tasks") if isinstance(raw, dict) else None
-        ) from None
+        raise _problem(exc, doc) from None
     tasks = list(spec.tasks)
     if spec.cases_file:
         tasks += _jsonl_tasks(path.parent / spec.cases_file)
@@ -227,13 +236,16 @@ def _jsonl_tasks(path: Path) -> list[Task]:
         if not line.strip():
             continue
         try:
-            tasks.append(Task.model_validate(json.loads(line)))
-        except json.JSONDecodeError as exc:
+            tasks.append(Task.model_validate(jsontext.loads(line)))
+        except jsontext.JSONError as exc:
+            where = f"{path}, line {number}" + (f", {exc.where()}" if exc.field else "")
+            column = f", column {exc.column}" if exc.column is not None else ""
             raise InputError(
-                f"{path}, line {number}, column {exc.colno}: not valid JSON: {exc.msg}"
+                f"{where}{column}: {exc.message}",
+                hint="One task per line, as strict JSON (no repeated key, NaN or trailing comma).",
             ) from None
         except ValidationError as exc:
-            raise _problem(exc, f"{path}, line {number}") from None
+            raise _problem(exc, configfile.Document(f"{path}, line {number}", None)) from None
     return tasks
 
 

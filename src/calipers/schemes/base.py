@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
-from calipers.errors import InputError
+from calipers.errors import DataError, InputError
 from calipers.render.json_report import REPORT_SCHEMA_VERSION
 from calipers.render.notebook import describe_result, result_html
 from calipers.stats import DEFAULT_SEED
@@ -119,6 +119,9 @@ class Scheme(ABC):
     report_schema: ClassVar[str | None] = None  # `calipers schema --report NAME`
     compare_report_schema: ClassVar[str | None] = None
     ranks_runs: ClassVar[bool] = False  # `calipers leaderboard` ranks its runs
+    # why `score --tasks` means nothing for this scheme (None: its terminal view shows per-task
+    # scores with `detail`, or always does)
+    no_tasks: ClassVar[str | None] = None
 
     # ------------------------------------------------------------------------- scoring
 
@@ -163,11 +166,26 @@ class Scheme(ABC):
     # ------------------------------------------------------------------------- views
 
     def terminal(self, result: Any, console: Console, *, detail: bool = False) -> None:
-        """The result in the terminal; by default its run-level frame as a table."""
+        """The result in the terminal; by default its run-level frame as a table, and with
+        `detail` its task-level frame (a result without one is an error naming --tasks)."""
         from calipers.render.terminal import frame_table, notes
 
         console.print(frame_table(result.to_frame("run"), title=f"{self.name} scores"))
+        if detail:
+            try:
+                tasks = result.to_frame("task")
+            except (InputError, DataError, ValueError) as why:
+                raise InputError(
+                    f"--tasks: the scheme '{self.name}' has no per-task scores ({why})",
+                    parameters=["detail"],
+                ) from None
+            console.print(frame_table(tasks, title=f"{self.name} scores per task"))
         notes(result.notes, console)
+
+    def leaderboard_terminal(self, result: Any, console: Console) -> None:
+        """The result as `calipers leaderboard` shows it (schemes with `ranks_runs`); by default
+        its terminal view."""
+        self.terminal(result, console)
 
     def compare_terminal(self, result: Any, console: Console) -> None:
         from calipers.render.terminal import frame_table

@@ -316,7 +316,9 @@ def mean_interval(
         raise InputError("values must be a one-dimensional array of finite numbers")
     codes, g = _units_of(x, clusters)
     w = check_weights(weights, x)
-    binary = is_binary(x)
+    # 0/1 values are pass/fail only on a 0–1 scale: a run of 1s on a declared 1–5 scale is a
+    # run at its bottom (Wilson's interval there covered 0.68 of a truth of 1.06)
+    binary = is_binary(x) and _unit_scale(bounds)
     reason = None
     if method == "auto" and not binary:
         method, reason = _choose(x, codes, w, bounds, what="values")
@@ -341,9 +343,9 @@ def _choose(
     *,
     what: str,
 ) -> tuple[str, str]:
-    """`auto` on values that are not all 0/1: t where the rule of `calipers.stats.shape` says it
-    holds; else the betting interval when the values have declared bounds; else no interval
-    (NoInterval, naming the bounds or the studentized bootstrap as the way out)."""
+    """`auto` on values that are not all 0/1: with declared bounds, t where the rule of
+    `calipers.stats.shape` says it holds, else the betting interval; without bounds no interval
+    (NoInterval, naming the bounds, or an interval asked for by name, as the way out)."""
     units = cluster_means(x, codes, w)
     if what == "differences" and np.ptp(units) == 0:
         # every unit moved by the same amount (0: unchanged): the exact sign test and the exact
@@ -351,21 +353,24 @@ def _choose(
         # interval; the t interval refuses with that reason
         return "t", "every unit's difference is the same: no interval, the exact tests decide"
     rule = t_adequacy(units)
+    if bounds is None:
+        # Without bounds no interval holds for every distribution (Bahadur & Savage 1956): a
+        # tail the sample has not shown can put the mean anywhere, and no rule read from the
+        # sample can see it — on lognormal scores (log sd 1.2) the t intervals the t rule let
+        # through covered 0.59 at 100 units and 0.91 at 1,000, the studentized bootstrap
+        # 0.90–0.93 at 30–100 (docs/statistics.md). Refused by default, with the ways out.
+        raise NoInterval(
+            f"no bounds are declared for these {what}, and without bounds no interval holds for "
+            "every distribution (a heavy tail the sample has not shown can move the mean "
+            "anywhere): declare the metric's bounds (--bounds LOW,HIGH) for the "
+            "distribution-free interval, or name an interval that assumes light tails "
+            f"(--interval t or studentized; the t rule: {rule.reason})"
+        )
     if rule.holds:
         return "t", rule.reason
-    if bounds is not None:
-        return "betting", (
-            f"{rule.reason}; the {what} are bounded by [{bounds[0]:g}, {bounds[1]:g}]: the "
-            "betting interval holds for every distribution"
-        )
-    # Without bounds nothing holds for every distribution, and the studentized bootstrap did
-    # not hold here either: lognormal scores (log sd 1.2) 0.92–0.93 for one run, 0.90–0.91 for
-    # paired differences at 30–100 units (docs/statistics.md). Refused, with the way out.
-    raise NoInterval(
-        f"{rule.reason}; no bounds are declared, and without them no interval has been shown to "
-        "hold on such data: declare the metric's bounds (--bounds LOW,HIGH) for the "
-        "distribution-free interval, or ask for --interval studentized (it covered 90–93% on "
-        "lognormal scores)"
+    return "betting", (
+        f"{rule.reason}; the {what} are bounded by [{bounds[0]:g}, {bounds[1]:g}]: the "
+        "betting interval holds for every distribution"
     )
 
 
@@ -474,7 +479,7 @@ def paired_interval(
         raise InputError("paired values must be finite")
     codes, g = _units_of(d, clusters)
     w = check_weights(weights, d)
-    binary = is_binary(c, t)
+    binary = is_binary(c, t) and _unit_scale(bounds)
     reason = None
     spread = None if bounds is None else (bounds[0] - bounds[1], bounds[1] - bounds[0])
     if method == "auto" and not binary:
@@ -495,6 +500,11 @@ def paired_interval(
             d, codes, w, method, spread, confidence_level, rng, reason, null_value=0.0
         )
     return _bootstrap(d, codes, g, w, method, confidence_level, n_resamples, rng, binary=binary)
+
+
+def _unit_scale(bounds: Bounds | None) -> bool:
+    """Whether 0/1 values can be pass/fail outcomes on these declared bounds (none, or 0–1)."""
+    return bounds is None or (float(bounds[0]), float(bounds[1])) == (0.0, 1.0)
 
 
 def _units(g: int) -> str:

@@ -67,3 +67,32 @@ def t_adequacy(units: npt.ArrayLike) -> Adequacy:
     needed = int(np.floor(BASE_UNITS + SKEW_FACTOR * skew * skew)) + 1
     holds = g >= needed and informative >= MIN_INFORMATIVE
     return Adequacy(holds, g, informative, float(skew), needed)
+
+
+def t_rule_probability(units: int, skewness: float) -> float:
+    """The probability that the rule holds on `units` units drawn from a population with this
+    skewness: the sample skewness taken as normal around it with its standard error
+    √(6n(n − 1)/((n − 2)(n + 1)(n + 3))); the rule asks 25·γ̂² < n − 28 (the informative count
+    is not modelled: scores, not 0/1 outcomes). 0 below 29 units."""
+    from scipy.special import ndtr
+
+    n = int(units)
+    if n <= BASE_UNITS:
+        return 0.0
+    se = float(np.sqrt(6.0 * n * (n - 1) / ((n - 2) * (n + 1) * (n + 3))))
+    reach = float(np.sqrt((n - BASE_UNITS) / SKEW_FACTOR))
+    return float(ndtr((reach - skewness) / se) - ndtr((-reach - skewness) / se))
+
+
+def t_rule_floor(skewness: float, *, level: float = 0.99, most: int = 10_000_000) -> int:
+    """The fewest units at which the rule holds with probability `level` (a planner's floor: a
+    plan below it would promise a t interval's power where `auto` may use another interval)."""
+    low, high = BASE_UNITS, BASE_UNITS + 1
+    while t_rule_probability(high, skewness) < level:
+        low, high = high, high * 2
+        if high > most:
+            return most
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if t_rule_probability(mid, skewness) < level else (low, mid)
+    return high

@@ -14,10 +14,11 @@ import numpy as np
 import pandas as pd
 
 from calipers.errors import InputError
-from calipers.render.json_report import REPORT_SCHEMA_VERSION
+from calipers.render.json_report import COMPARE_SCHEMA_VERSION
 from calipers.stats import z_from_confidence
 from calipers.verdicts.base import Comparison
 from calipers.verdicts.by_task import adjust_p
+from calipers.verdicts.flips import PairFlips
 from calipers.verdicts.gates import (
     DEFAULT_THRESHOLD,
     MIN_EFFECT_FRACTION,
@@ -47,6 +48,7 @@ class PairResult:
     badges: dict[str, Any]
     margin: MarginDecision | None = None  # with --margin
     judge_calibration: dict[str, Any] | None = None  # --calibrate-judges (PPI++)
+    flips: PairFlips | None = None  # the samples that changed (`calipers.verdicts.flips`)
 
     def to_dict(self) -> dict[str, Any]:
         c = self.comparison
@@ -106,6 +108,12 @@ class CompareResult(Comparison):
     def verdict_text(self) -> str:
         return self.verdict.value
 
+    @property
+    def flips(self) -> dict[str, PairFlips]:
+        """Per candidate, the samples that changed: counts overall and per task, the largest
+        regressions and improvements with their text, where they concentrate."""
+        return {p.comparison.treatment: p.flips for p in self.pairs if p.flips is not None}
+
     def gate_failure(self, gate: str) -> str | None:
         """no-regress fails on REGRESS; ship fails unless PROGRESS; non-inferior fails unless
         every treatment is non-inferior, equivalent or superior at the margin; none never."""
@@ -134,7 +142,15 @@ class CompareResult(Comparison):
     def to_frame(self, level: str = "pair") -> pd.DataFrame:
         """level "pair": one row per treatment (verdict, composite difference and interval);
         "component": one row per treatment and component (composite and each layer);
-        "run": one row per variant (composite mean and interval, n)."""
+        "run": one row per variant (composite mean and interval, n); "task": one row per
+        treatment and task (difference, interval, p-values, n, and how many samples moved);
+        "sample": one row per treatment and paired sample (both values, the change, its
+        direction and class, `calipers.verdicts.flips`)."""
+        if level == "task":
+            return pd.DataFrame(self._task_rows())
+        if level == "sample":
+            frames = [p.flips.sample_frame() for p in self.pairs if p.flips is not None]
+            return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
         if level == "run":
             return pd.DataFrame(
                 [
@@ -164,13 +180,33 @@ class CompareResult(Comparison):
                 rows.append(row)  # fmt: skip
         if level not in ("pair", "component"):
             raise InputError(
-                f"unknown level '{level}' of a comparison", hint="Levels: pair, component, run."
+                f"unknown level '{level}' of a comparison",
+                hint="Levels: pair, component, run, task, sample.",
             )
         return pd.DataFrame(rows)
 
+    def _task_rows(self) -> list[dict[str, Any]]:
+        rows = []
+        for pair in self.pairs:
+            c = pair.comparison
+            moved = pair.flips.tasks if pair.flips is not None else {}
+            for task, t in c.tasks.items():
+                f = moved.get(task, {})
+                rows.append({
+                    "control": c.control, "treatment": c.treatment, "task": task,
+                    "n": t.get("n"), "control_mean": t.get("control"),
+                    "treatment_mean": t.get("treatment"), "difference": t.get("diff"),
+                    "low": t.get("low"), "high": t.get("high"), "p_value": t.get("p_value"),
+                    "p_adjusted": t.get("p_adjusted"), "moved": t.get("moved"),
+                    "up": f.get("up"), "down": f.get("down"), "unchanged": f.get("unchanged"),
+                    "regressions": f.get("n_regressions"),
+                    "improvements": f.get("n_improvements"),
+                })  # fmt: skip
+        return rows
+
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema_version": REPORT_SCHEMA_VERSION,
+            "schema_version": COMPARE_SCHEMA_VERSION,
             "kind": "compare",
             "scheme": self.scheme,
             "source": self.origin,
@@ -183,6 +219,7 @@ class CompareResult(Comparison):
             "n_resamples": self.parameters["n_resamples"],
             "variants": {k: v.to_dict() for k, v in self.variants.items()},
             "pairs": [p.to_dict() for p in self.pairs],
+            "flips": [p.flips.to_dict() for p in self.pairs if p.flips is not None],
             "notes": self.notes,
         }
 
@@ -352,7 +389,13 @@ def compare_staged(
                 equivalence=equivalence, confidence_level=pair_confidence,
             )  # fmt: skip
         pairs.append(
-            PairResult(comparison, 1.0 - pair_confidence, decision, badges(comparison, c, t), held)
+            PairResult(
+                comparison,
+                1.0 - pair_confidence,
+                decision,
+                badges(comparison, c, t, judged=staged.gated),
+                held,
+            )
         )
         if comparison.composite.monte_carlo_uncertain:
             notes.append(

@@ -168,7 +168,8 @@ def decide(
             return Decision(
                 Verdict.UNDERPOWERED,
                 f"{ci} {flat}, and with {pair.n_pairs} paired units the smallest effect it "
-                f"detects (80% power) is {pair.mde:.3f}, above the smallest worth detecting "
+                f"detects (80% power, spread over the units) is {pair.mde:.3f}, above the "
+                "smallest worth detecting "
                 f"({limits.min_effect:.3g}); about {needed_units(pair, limits.min_effect)} units "
                 "would detect that",
             )
@@ -195,10 +196,11 @@ def decide(
                 f"{ci} {flat} but layer(s) moved: "
                 + ", ".join(f"{n} {_fmt(pair.components[n].estimate)}" for n in moved),
             )
+        still = " and no layer moved" if gated else ""  # a scheme without layers: no layer words
         return Decision(
             Verdict.NOISE,
-            f"{ci} {flat} and no layer moved; the data would have detected a difference of "
-            f"±{detectable} (80% power)",
+            f"{ci} {flat}{still}; the data would have detected a difference of "
+            f"±{detectable} (80% power, an effect spread over the units)",
         )
     if composite.below_zero:
         return Decision(
@@ -285,14 +287,20 @@ def broken_gates(pair: PairedComparison, threshold: float | None) -> list[str]:
     return broken
 
 
-def badges(pair: PairedComparison, control: RunSummary, treatment: RunSummary) -> dict[str, Any]:
-    """The four methodology badges; None where the data cannot say."""
+def badges(
+    pair: PairedComparison, control: RunSummary, treatment: RunSummary, *, judged: bool = True
+) -> dict[str, Any]:
+    """The methodology badges; None where the data cannot say. The judge badges (judges agree,
+    human aligned) only for a scheme with a judge layer (`judged`): a plain metric has none."""
     pearsons = [r.judge_pearson for r in (control, treatment) if r.judge_pearson is not None]
     humans = [r.human_pearson for r in (control, treatment) if r.human_pearson is not None]
     sat = treatment.saturation
-    return {
+    found = {
         "judges_agree": all(p >= JUDGE_AGREE for p in pearsons) if pearsons else None,
         "difference_significant": pair.composite.significant,
         "saturated": sat.saturated_with_high_confidence if sat.saturated is not None else None,
         "human_aligned": all(h >= HUMAN_ALIGNED for h in humans) if humans else None,
     }
+    if not judged:
+        del found["judges_agree"], found["human_aligned"]
+    return found

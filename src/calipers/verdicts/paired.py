@@ -175,6 +175,43 @@ class PairedComparison:
         ]  # fmt: skip
 
 
+@dataclass
+class MatchedRows:
+    """The observations of two runs matched by (task, sample_id, epoch): each one's row in the
+    control run (`ic`) and in the treatment run (`it`), the components on each side, and each
+    pair's composite made from the components present on BOTH sides."""
+
+    ic: npt.NDArray[np.intp]
+    it: npt.NDArray[np.intp]
+    control_values: dict[str, FloatArray]
+    treatment_values: dict[str, FloatArray]
+    control: FloatArray  # the like-with-like composite
+    treatment: FloatArray
+
+
+def match_rows(staged: StagedScores, control: str, treatment: str) -> MatchedRows:
+    """The pairs of observations of `control` and `treatment`, as every comparison reads them
+    (the paired difference here, the flips in `calipers.verdicts.flips`)."""
+    comps = staged.components
+    c_run, t_run = staged.fetch(control), staged.fetch(treatment)
+    # Both runs are sorted by (sid, epoch), so their keys are sorted and unique: an O(n) match.
+    width = int(max(c_run.epoch.max(initial=0), t_run.epoch.max(initial=0))) + 1
+    _, ic, it = np.intersect1d(
+        c_run.sid * width + c_run.epoch,
+        t_run.sid * width + t_run.epoch,
+        assume_unique=True,
+        return_indices=True,
+    )
+    c_vals = {n: c_run.values[n][ic] for n in comps}
+    t_vals = {n: t_run.values[n][it] for n in comps}
+    # Like with like: each pair's composite is made from the layers present on BOTH sides, so a
+    # judge that failed in one run only changes which layers are averaged, never the difference.
+    common = {n: np.isfinite(c_vals[n]) & np.isfinite(t_vals[n]) for n in comps}
+    composite_c = staged.combine({n: np.where(common[n], c_vals[n], np.nan) for n in comps})
+    composite_t = staged.combine({n: np.where(common[n], t_vals[n], np.nan) for n in comps})
+    return MatchedRows(ic, it, c_vals, t_vals, composite_c, composite_t)
+
+
 def compare_pair(
     staged: StagedScores,
     control: str,
@@ -195,14 +232,8 @@ def compare_pair(
     missing outcomes are filled with (`missing_bounds`; None: unbounded)."""
     comps = staged.components
     c_run, t_run = staged.fetch(control), staged.fetch(treatment)
-    # Both runs are sorted by (sid, epoch), so their keys are sorted and unique: an O(n) match.
-    width = int(max(c_run.epoch.max(initial=0), t_run.epoch.max(initial=0))) + 1
-    _, ic, it = np.intersect1d(
-        c_run.sid * width + c_run.epoch,
-        t_run.sid * width + t_run.epoch,
-        assume_unique=True,
-        return_indices=True,
-    )
+    matched = match_rows(staged, control, treatment)
+    ic, it = matched.ic, matched.it
     n_rows = ic.size
     if n_rows == 0:
         raise DataError(
@@ -220,13 +251,8 @@ def compare_pair(
         c_w = c_run.weight[ic] if c_run.weight is not None else ones
         t_w = t_run.weight[it] if t_run.weight is not None else ones
         pair_weight = (c_w + t_w) / 2.0
-    c_vals = {n: c_run.values[n][ic] for n in comps}
-    t_vals = {n: t_run.values[n][it] for n in comps}
-    # Like with like: each pair's composite is made from the layers present on BOTH sides, so a
-    # judge that failed in one run only changes which layers are averaged, never the difference.
-    common = {n: np.isfinite(c_vals[n]) & np.isfinite(t_vals[n]) for n in comps}
-    composite_c = staged.combine({n: np.where(common[n], c_vals[n], np.nan) for n in comps})
-    composite_t = staged.combine({n: np.where(common[n], t_vals[n], np.nan) for n in comps})
+    c_vals, t_vals = matched.control_values, matched.treatment_values
+    composite_c, composite_t = matched.control, matched.treatment
     alpha = 1.0 - confidence_level
 
     def difference(c: FloatArray, t: FloatArray) -> Difference:
@@ -446,7 +472,8 @@ def detectable_difference(
     if d.interval is None:
         return None
     if d.interval.method == "betting" and d.interval.bounds is not None:
-        # solved where the alternative puts the interval (its width depends on the location)
+        # by simulation at the alternative (the interval's width depends on the location and
+        # on the path of the values, not on the standard error alone)
         both = np.isfinite(c) & np.isfinite(t)
         w = pair_weights(samples, weight, both)
         codes = dense_codes(units[both])
@@ -455,7 +482,6 @@ def detectable_difference(
         return betting_detectable(
             unit_d, bounds=d.interval.bounds, weights=unit_w.astype(np.float64),
             confidence_level=d.interval.confidence_level,
-            standard_error=d.interval.standard_error,
         )  # fmt: skip
     mde = d.interval.detectable_effect()
     if d.interval.formula != "newcombe-cc":

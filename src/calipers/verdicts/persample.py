@@ -122,17 +122,10 @@ class StagedRows:
         """ "task/sample_id" of each of `sids` (the codes `stage_rows` gave), in one query."""
         if self.samples is None or not sids:
             return {}
-        rel, con = self.samples.relation, self.samples.con
-        where = f"run IN ({', '.join(sql_literal(r) for r in self.runs)})"
         wanted = ", ".join(str(int(i)) for i in sorted(set(sids)))
-        rows = con.execute(
-            f"""
-            SELECT sid, task, sample_id FROM (
-                SELECT task, sample_id,
-                       (row_number() OVER (ORDER BY task, sample_id) - 1)::BIGINT AS sid
-                FROM (SELECT DISTINCT task, sample_id FROM {rel} WHERE {where})
-            ) WHERE sid IN ({wanted})
-            """
+        keys = sample_keys_sql(self.samples.relation, self.runs)
+        rows = self.samples.con.execute(
+            f"SELECT sid, task, sample_id FROM ({keys}) WHERE sid IN ({wanted})"
         ).fetchall()
         return {int(sid): f"{task}/{sample}" for sid, task, sample in rows}
 
@@ -176,6 +169,16 @@ class StagedRows:
                 errored=None if errored is None else errored[span],
             )
         return out
+
+
+def sample_keys_sql(relation: str, runs: list[str]) -> str:
+    """A query of the sample codes `stage_rows` gives: each distinct (task, sample_id) of `runs`
+    with its `sid`, numbered in sorted order (columns task, sample_id, sid)."""
+    where = f"run IN ({', '.join(sql_literal(r) for r in runs)})"
+    return (
+        "SELECT task, sample_id, (row_number() OVER (ORDER BY task, sample_id) - 1)::BIGINT "
+        f"AS sid FROM (SELECT DISTINCT task, sample_id FROM {relation} WHERE {where})"
+    )
 
 
 def stage_rows(
@@ -435,6 +438,14 @@ def summarize_run(
     composite = staged.composite(arrays.run)
     present = np.isfinite(composite)
     if not present.any():
+        if staged.gated:  # layered: perhaps a harness's scores, which the metric scheme reads
+            raise DataError(
+                f"run '{arrays.run}' has no sample with a score",
+                hint="Every sample lacks every layer (assertions, judgments); for a harness's "
+                "per-sample scores (accuracy, f1, …) use the metric scheme: `scheme` metric with "
+                "`metric` NAME (`calipers runs` lists each run's metrics).",
+                parameters=["scheme", "metric"],
+            )
         raise DataError(
             f"run '{arrays.run}' has no sample with a score",
             hint="Every sample lacks every component; check the assertions, judgments or metric.",

@@ -43,8 +43,8 @@ import numpy.typing as npt
 
 from calipers.errors import InputError
 from calipers.stats.bootstrap import dense_codes
-from calipers.stats.estimate import cluster_means
 from calipers.stats.intervals import z_from_confidence
+from calipers.stats.shape import t_rule_floor
 from calipers.verdicts.persample import StagedScores, resolve_cluster
 from calipers.verdicts.plan_effects import (
     concentrated_added,
@@ -54,6 +54,7 @@ from calipers.verdicts.plan_effects import (
     largest_concentrated,
     spread_discordance,
 )
+from calipers.verdicts.plan_pilot import components, paired_difference, unit_skewness
 
 FloatArray = npt.NDArray[np.float64]
 Outcome = Literal["binary", "scores"]
@@ -83,6 +84,9 @@ class Design:
     effect_share: float = 1.0
     cluster: str = "sample_id"  # the unit: sample_id (items) or group
     cluster_reason: str | None = None  # why (measured on data: `resolve_cluster`)
+    # scores: the skewness of the units' differences (the pilot's), which sets how many units the
+    # t interval needs before `auto` gives it (`calipers.stats.shape`)
+    skewness: float = 0.0
 
     def unit_var(self, epochs: int | None = None) -> float:
         e = self.epochs if epochs is None else epochs
@@ -234,7 +238,7 @@ class Design:
             theirs = staged.composite(candidate)
             finite = theirs[np.isfinite(theirs)]
             binary = binary and bool(np.all((finite == 0) | (finite == 1)))
-            diff = _paired_difference(sid, epoch, values[keep], other.sid, other.epoch, theirs)
+            diff = paired_difference(sid, epoch, values[keep], other.sid, other.epoch, theirs)
             paired = np.isfinite(diff)
             if paired.sum() < 2:
                 raise InputError(
@@ -254,7 +258,7 @@ class Design:
                     "one run cannot show how the two systems correlate on an item: planned "
                     "with none, an upper bound (give --correlation, or a pilot --candidate)"
                 )
-        epoch_var, item_var, group_var, k, e_pilot = _components(
+        epoch_var, item_var, group_var, k, e_pilot = components(
             x, sid, group if cluster == "group" else None
         )
         if e_pilot == 1 and candidate is None and not binary:
@@ -267,9 +271,9 @@ class Design:
                 if candidate is not None
                 else 2.0 * pass_rate * (1.0 - pass_rate) * (1.0 - correlation)
             )
-        n_units = (
-            int(dense_codes(group if cluster == "group" and group is not None else sid).max()) + 1
-        )
+        unit_of = group if cluster == "group" and group is not None else sid
+        n_units = int(dense_codes(unit_of).max()) + 1
+        skewness = 0.0 if binary else unit_skewness(x, sid, unit_of)
         return cls(
             "binary" if binary else "scores",
             item_var=between_factor * item_var,
@@ -283,63 +287,10 @@ class Design:
             source=source + f" ({x.size} observations)",
             notes=tuple(notes + ([choice.note] if choice.note else [])),
             observed_units=n_units,
+            skewness=skewness,
             cluster=cluster,
             cluster_reason=choice.reason,
         )
-
-
-def _paired_difference(
-    sid: npt.NDArray[np.int64],
-    epoch: npt.NDArray[np.int64],
-    x: FloatArray,
-    other_sid: npt.NDArray[np.int64],
-    other_epoch: npt.NDArray[np.int64],
-    y: FloatArray,
-) -> FloatArray:
-    """y − x matched on (sample, epoch); NaN where the other run has no finite value."""
-    width = int(max(epoch.max(initial=0), other_epoch.max(initial=0))) + 1
-    key, other_key = sid * width + epoch, other_sid * width + other_epoch
-    order = np.argsort(other_key, kind="stable")
-    pos = np.clip(np.searchsorted(other_key[order], key), 0, max(other_key.size - 1, 0))
-    found = other_key.size > 0 and other_key[order][pos] == key
-    out = np.where(found, y[order][pos] - x, np.nan) if other_key.size else np.full(x.size, np.nan)
-    return np.asarray(out, dtype=np.float64)
-
-
-def _components(
-    x: FloatArray, sid: npt.NDArray[np.int64], group: npt.NDArray[np.int64] | None
-) -> tuple[float, float, float, int, int]:
-    """Method-of-moments components of x: (σ²_epoch, σ²_item, σ²_group, items per group,
-    epochs per item), negative estimates set to 0."""
-    items = dense_codes(sid)
-    n_items = int(items.max()) + 1
-    counts = np.bincount(items, minlength=n_items)
-    e = max(1, round(float(counts.mean())))
-    item_mean = cluster_means(x, items)
-    epoch_var = 0.0
-    if counts.max() > 1:
-        dev = x - item_mean[items]
-        dof = int(x.size - n_items)
-        epoch_var = float(dev @ dev / dof) if dof > 0 else 0.0
-    if group is None:
-        item_var = float(np.var(item_mean, ddof=1)) if n_items > 1 else 0.0
-        return epoch_var, max(0.0, item_var - epoch_var / e), 0.0, 1, e
-    item_group = np.zeros(n_items, dtype=np.int64)
-    item_group[items] = dense_codes(group)
-    n_groups = int(item_group.max()) + 1
-    k = max(1, round(n_items / n_groups))
-    group_mean = cluster_means(item_mean, item_group)
-    within = item_mean - group_mean[item_group]
-    dof = n_items - n_groups
-    item_total = float(within @ within / dof) if dof > 0 else 0.0
-    group_total = float(np.var(group_mean, ddof=1)) if n_groups > 1 else 0.0
-    return (
-        epoch_var,
-        max(0.0, item_total - epoch_var / e),
-        max(0.0, group_total - item_total / k),
-        k,
-        e,
-    )
 
 
 def _check_fraction(
@@ -521,6 +472,15 @@ def plan(design: Design, goal: Goal, *, effect_share: float | None = None) -> Pl
         too_many = f"more than {MAX_UNITS:,} units would be needed"
         return Plan(design, goal, None, None, None, formula, too_many, assumption=assumption)
     units = found
+    if not binary:
+        # where the t rule may still fail, `auto` gives a wider interval than the power assumes
+        floor = t_rule_floor(design.skewness)
+        if units < floor:
+            units = floor
+            design = replace(design, notes=(*design.notes, (
+                f"raised to {floor} units: below that the t interval the power assumes holds "
+                f"(calipers' t rule, skewness {design.skewness:+.2f}) in fewer than 99% of runs"
+            )))  # fmt: skip
     items = units * design.cluster_size
     reason = _reason(design, goal, units, items)
     if binary and not design.clustered and design.discordance is not None:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from calipers.data.adapters.jsonfile import load_json
+from calipers.data.adapters.values import Notes, Rows
 from calipers.errors import InputError
 
 _HINT = "Pass a test_run_<timestamp>.json deepeval saved (results_folder, DEEPEVAL_RESULTS_FOLDER)."
@@ -83,6 +84,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         "deepeval",
     )
     rows: list[dict[str, Any]] = []
+    notes = Notes()
     first: dict[str, str] = {}
     for key in ("testCases", "conversationalTestCases"):
         for number, case in enumerate(data.get(key) or []):
@@ -97,13 +99,15 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
                     hint="Give each LLMTestCase its own name=.",
                 )
             first[name] = where
-            rows.append(_row(path, where, case, run, task))
+            rows.append(_row(path, where, case, run, task, notes))
     if not rows:
         raise InputError(f"{path}: holds no test cases", hint=_HINT)
-    return rows
+    return Rows(rows, notes.lines())
 
 
-def _row(path: Path, where: str, case: dict[str, Any], run: str, task: str) -> dict[str, Any]:
+def _row(
+    path: Path, where: str, case: dict[str, Any], run: str, task: str, notes: Notes
+) -> dict[str, Any]:
     row: dict[str, Any] = {"run": run, "task": task, "sample_id": case["name"], "epoch": 0}
     for field, key in (
         ("input", "input"),
@@ -114,13 +118,13 @@ def _row(path: Path, where: str, case: dict[str, Any], run: str, task: str) -> d
     ):
         if isinstance(case.get(key), str):
             row[field] = case[key]
-    for field, key in (("tokens_in", "inputTokenCount"), ("tokens_out", "outputTokenCount")):
-        value = case.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    for field, key, whole in (
+        ("tokens_in", "inputTokenCount", True), ("tokens_out", "outputTokenCount", True),
+        ("cost_usd", "tokenCost", False), ("latency_s", "completionTime", False),
+    ):  # fmt: skip
+        value = notes.number(path, field, case.get(key), where, whole=whole)
+        if value is not None:
             row[field] = value
-    for field, key in (("cost_usd", "tokenCost"), ("latency_s", "completionTime")):
-        if _number(case.get(key)) and case[key] >= 0:
-            row[field] = float(case[key])
     metrics = case.get("metricsData") or []
     if not isinstance(metrics, list) or not all(isinstance(m, dict) for m in metrics):
         raise InputError(f"{path}: {where}.metricsData is not a list of metric results")
@@ -133,8 +137,9 @@ def _row(path: Path, where: str, case: dict[str, Any], run: str, task: str) -> d
                 f"{path}: {where}: two metrics named '{name}'",
                 hint="Give the metrics distinct names (a __name__ property on custom metrics).",
             )
-        if _number(metric.get("score")):
-            scores[name] = float(metric["score"])
+        score = notes.score(path, name, metric.get("score"), where)
+        if score is not None:
+            scores[name] = score
         if metric.get("flaky"):  # deepeval: a flaky metric never decides pass/fail
             continue
         error = metric.get("error")

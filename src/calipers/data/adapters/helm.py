@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from calipers.data.adapters.jsonfile import load_json
+from calipers.data.adapters.values import Notes, Rows, count, key
 from calipers.errors import InputError
 
 STATS = "per_instance_stats.json"
@@ -75,16 +76,17 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     else:
         runs = [path.parent]
     rows: list[dict[str, Any]] = []
+    notes = Notes()
     for run in runs:
-        rows += _run_rows(run)
-    return rows
+        rows += _run_rows(run, notes)
+    return Rows(rows, notes.lines())
 
 
 def _load(path: Path) -> Any:
     return load_json(path, cut_short="helm-run still writing, or a partial copy", hint=_HINT)
 
 
-def _run_rows(directory: Path) -> list[dict[str, Any]]:
+def _run_rows(directory: Path, notes: Notes) -> list[dict[str, Any]]:
     stats_path = directory / STATS
     entries = _load(stats_path)
     if not isinstance(entries, list) or not all(
@@ -104,7 +106,7 @@ def _run_rows(directory: Path) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     seen: dict[tuple[str, int], int] = {}
     for number, entry in enumerate(entries):
-        row = _row(entry, run, task, perturbed)
+        row = _row(entry, run, task, perturbed, (stats_path, f"entry {number}"), notes)
         key = (row["sample_id"], row["epoch"])
         if key in seen:
             raise InputError(
@@ -155,10 +157,16 @@ def _key(instance_id: Any, holder: dict[str, Any]) -> tuple[str, int, str]:
     )
 
 
-def _row(entry: dict[str, Any], run: str, task: str, perturbed: bool) -> dict[str, Any]:
-    instance = str(entry["instance_id"])
+def _row(
+    entry: dict[str, Any], run: str, task: str, perturbed: bool, place: tuple[Path, str],
+    notes: Notes,
+) -> dict[str, Any]:  # fmt: skip
+    file, record = place
+    instance = key(entry["instance_id"], f"{file}, {record}", "instance_id")
     perturbation = _perturbation(entry)
     trial = entry.get("train_trial_index")
+    if trial is not None:
+        count(trial, f"{file}, {record}", "train_trial_index")
     row: dict[str, Any] = {
         "run": run,
         "task": task,
@@ -173,14 +181,14 @@ def _row(entry: dict[str, Any], run: str, task: str, perturbed: bool) -> dict[st
         name = stat.get("name") if isinstance(stat, dict) else None
         mean = stat.get("mean") if isinstance(stat, dict) else None
         # A stat with count 0 (training_co2_cost of a model HELM has no figure for) has no mean.
-        if not isinstance(name, dict) or not isinstance(mean, int | float) or not _number(mean):
+        if not isinstance(name, dict) or not stat.get("count"):
             continue
-        if not stat.get("count"):
-            continue
-        key = str(name.get("name"))
+        label = str(name.get("name"))
         if name.get("sub_split"):
-            key = f"{key}/{name['sub_split']}"
-        scores[key] = float(mean)
+            label = f"{label}/{name['sub_split']}"
+        number = notes.score(file, label, mean, record)
+        if number is not None:
+            scores[label] = number
     for stat, field in _FIELDS.items():
         if stat in scores and scores[stat] >= 0 and scores[stat].is_integer():
             row[field] = int(scores[stat])

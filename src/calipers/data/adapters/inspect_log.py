@@ -23,7 +23,6 @@ inspect_ai 0.3.206 and later compress `.eval` members with zstd, which Python's 
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import struct
@@ -33,7 +32,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from calipers.data import jsontext
 from calipers.data.adapters import inspect_usage
+from calipers.data.adapters.values import Notes, count, is_number
+from calipers.data.adapters.values import key as id_text
 from calipers.errors import InputError
 
 VERSIONS = (1, 2)
@@ -103,10 +105,15 @@ def read_rows(path: Path) -> Rows:
         )
     if not all(isinstance(s, dict) and "id" in s and "epoch" in s for s in samples):
         raise InputError(f"{path}: a sample without id or epoch (expected inspect's samples)")
+    for s in samples:  # an id is a string or an integer, an epoch a whole number: never converted
+        where = f"{path}, sample {s['id']!r}"
+        id_text(s["id"], where, "id")
+        count(s["epoch"], where, "epoch")
     samples.sort(key=lambda s: (isinstance(s["id"], str), str(s["id"]).rjust(20), s["epoch"]))
     first = _obj((_obj(header.get("results")).get("scores") or [{}])[0])
     single = str(first.get("name") or "score")  # the scorer of a version-1 sample's one `score`
-    raw_scores = [_raw_scores(sample, single) for sample in samples]
+    notes = Notes()
+    raw_scores = [_raw_scores(sample, single, path, notes) for sample in samples]
     spec = _obj(header.get("eval"))
     rows = [_row(sample, spec, raws) for sample, raws in zip(samples, raw_scores, strict=True)]
     warnings = _incomplete(path, header, len(rows)) + _usage_warnings(path, samples, spec)
@@ -117,7 +124,7 @@ def read_rows(path: Path) -> Rows:
         for row, raws in zip(rows, raw_scores, strict=True):
             if raws:
                 row["correct"] = next(iter(raws.values())) in ("C", True)
-    return Rows(rows, warnings + _unequal_epochs(path, rows))
+    return Rows(rows, warnings + _unequal_epochs(path, rows) + notes.lines())
 
 
 def _obj(value: Any) -> dict[str, Any]:
@@ -126,10 +133,10 @@ def _obj(value: Any) -> dict[str, Any]:
 
 def _read_json(path: Path) -> tuple[dict[str, Any], Any]:
     try:
-        data = json.loads(path.read_bytes())  # json reads the NaN inspect writes for unscored
+        data = jsontext.loads_tool(path.read_bytes())  # with the NaN inspect writes (unscored)
     except OSError as exc:
         raise InputError(f"{path}: not readable: {exc}", hint=_HINT) from None
-    except ValueError as exc:
+    except jsontext.JSONError as exc:
         raise InputError(f"{path}: neither a .eval zip nor JSON: {exc}", hint=_HINT) from None
     if not (isinstance(data, dict) and "version" in data and isinstance(data.get("eval"), dict)):
         raise InputError(
@@ -177,8 +184,8 @@ def _member(path: Path, archive: zipfile.ZipFile, name: str) -> Any:
     info = archive.getinfo(name)
     try:
         if info.compress_type == _ZSTD and not hasattr(zipfile, "ZIP_ZSTANDARD"):
-            return json.loads(_zstd_member(path, info))
-        return json.loads(archive.read(info))
+            return jsontext.loads_tool(_zstd_member(path, info))
+        return jsontext.loads_tool(archive.read(info))
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, struct.error) as exc:
         raise InputError(
             f"{path}: entry {name} is not readable ({exc}); the archive is damaged or truncated",
@@ -243,16 +250,22 @@ def _check_version(path: Path, header: dict[str, Any]) -> None:
     )
 
 
-def _raw_scores(sample: dict[str, Any], single: str) -> dict[str, Any]:
+def _raw_scores(sample: dict[str, Any], single: str, path: Path, notes: Notes) -> dict[str, Any]:
+    """Each score's value that inspect's value_to_float reads; what it does not (NaN for an
+    unscored sample, a list, free text) is left out and noted."""
     scores = sample.get("scores")
     if scores is None and "score" in sample:
         scores = {single: sample["score"]}
     raws = {}
+    record = f"sample {sample['id']!r}, epoch {sample['epoch']}"
     for name, score in _obj(scores).items():
         value = _obj(score).get("value")
-        for key, raw in value.items() if isinstance(value, dict) else [(None, value)]:
+        for part, raw in value.items() if isinstance(value, dict) else [(None, value)]:
+            label = name if part is None else f"{name}/{part}"
             if _to_float(raw) is not None:
-                raws[name if key is None else f"{name}/{key}"] = raw
+                raws[label] = raw
+            elif raw is not None:
+                notes.score(path, label, raw if not is_number(raw) else math.nan, record)
     return raws
 
 
@@ -279,7 +292,7 @@ def _text(content: Any) -> str | None:
 
 
 def _row(sample: dict[str, Any], spec: dict[str, Any], raws: dict[str, Any]) -> dict[str, Any]:
-    row: dict[str, Any] = {"sample_id": str(sample["id"]), "epoch": int(sample["epoch"])}
+    row: dict[str, Any] = {"sample_id": str(sample["id"]), "epoch": sample["epoch"]}  # checked
     for field, key in (("run", "model"), ("task", "task")):
         if isinstance(spec.get(key), str):
             row[field] = spec[key]
@@ -307,7 +320,7 @@ def _row(sample: dict[str, Any], spec: dict[str, Any], raws: dict[str, Any]) -> 
     row.update(inspect_usage.usage_fields(sample, model))
     times = [sample.get(k) for k in ("total_time", "working_time")]
     latency = next((t for t in times if isinstance(t, int | float)), None)
-    if latency is not None:
+    if latency is not None and is_number(latency):
         row["latency_s"] = float(latency)
     if _obj(sample.get("error")).get("message"):
         row["error"] = str(sample["error"]["message"])

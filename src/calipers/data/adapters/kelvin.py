@@ -12,10 +12,11 @@ read from its `output.json` with the run's decision field. The run is named afte
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from calipers.data import jsontext
+from calipers.data.adapters.values import key
 from calipers.data.decision import DecisionField, DecisionFieldMissing
 from calipers.errors import InputError
 
@@ -28,7 +29,7 @@ def detect(path: Path) -> bool:
     if not (path.is_dir() and report.is_file()):
         return False
     try:
-        data = json.loads(report.read_text(encoding="utf-8"))
+        data = jsontext.loads_tool(report.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and "kelvin_score" in data and "cases" in data
@@ -36,7 +37,7 @@ def detect(path: Path) -> bool:
 
 def _load(path: Path, what: str) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = jsontext.loads_tool(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(
             f"{path}: missing ({what})",
@@ -73,8 +74,9 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     cases = (run_report.get("cases") or {}).get("run") or []
     run = run_name(path)
     rows: list[dict[str, Any]] = []
-    for case in cases:
-        rows += _case_rows(path, str(case), run, field)
+    for number, case in enumerate(cases):
+        name = key(case, f"{path / REPORT}", f"cases.run[{number}]")
+        rows += _case_rows(path, name, run, field)
     return rows
 
 
@@ -104,8 +106,10 @@ def _case_rows(root: Path, case: str, run: str, field: str) -> list[dict[str, An
     for epoch, value in enumerate(replays[1:], start=1):
         rows.append({**_row(run, case, "baseline", "baseline", epoch), "decision": value})
     listed = set()
-    for p in report.get("perturbations") or []:
-        variant = str(p["variant_id"])
+    for number, p in enumerate(report.get("perturbations") or []):
+        variant = key(
+            p["variant_id"], f"{case_dir / REPORT}", f"perturbations[{number}].variant_id"
+        )
         listed.add(variant)
         row = _row(run, case, variant, str(p.get("kind") or variant.split("-", 1)[0]))
         invocation = p.get("invocation") or {}
@@ -126,7 +130,7 @@ def _from_output(run: str, case: str, variant_dir: Path, field: str) -> dict[str
     row = _row(run, case, variant_dir.name, variant_dir.name.split("-", 1)[0])
     output = variant_dir / "output.json"
     try:
-        parsed = json.loads(output.read_text(encoding="utf-8"))
+        parsed = jsontext.loads_tool(output.read_text(encoding="utf-8"))
         if not isinstance(parsed, dict):
             raise ValueError("not a JSON object")
         row["decision"] = DecisionField.parse(field).lookup(parsed)

@@ -29,6 +29,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from calipers.data import jsontext
+from calipers.data.adapters.values import Notes, Rows, key
 from calipers.errors import InputError
 
 _DATE = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"  # datetime.isoformat(), ":" → "-"
@@ -54,7 +56,7 @@ def _details_in(directory: Path) -> list[Path]:
 
 def _is_results(path: Path) -> bool:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = jsontext.loads_tool(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and {"config_general", "results", "config_tasks"} <= set(data)
@@ -88,16 +90,17 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     else:
         files = [path]
     rows: list[dict[str, Any]] = []
+    notes = Notes()
     for file in files:
-        rows += _file_rows(file)
-    return rows
+        rows += _file_rows(file, notes)
+    return Rows(rows, notes.lines())
 
 
 def _details_of_results(path: Path) -> list[Path]:
     match = _RESULTS.fullmatch(path.name)
     if match is None or not _is_results(path):
         raise InputError(f"{path}: not a lighteval results JSON", hint=_HINT)
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = jsontext.loads_tool(path.read_text(encoding="utf-8"))
     model = str(data["config_general"].get("model_name") or "").strip("/")
     out = path.parent
     for _ in model.split("/"):  # results/<model>/ → OUT
@@ -123,7 +126,7 @@ def run_name(details: Path) -> str:
     return date_dir.parent.name
 
 
-def _file_rows(path: Path) -> list[dict[str, Any]]:
+def _file_rows(path: Path, notes: Notes) -> list[dict[str, Any]]:
     try:
         table = pq.read_table(path)
     except (OSError, ValueError, pa.ArrowException) as exc:
@@ -153,15 +156,17 @@ def _file_rows(path: Path) -> list[dict[str, Any]]:
                 f"{path}, row {number}: a document without doc.id or a task name",
                 hint="Keep lighteval's file name details_<task>_<date>.parquet.",
             )
-        rows.append(_row(run, str(task), record))
+        where = f"{path}, row {number}"
+        rows.append(_row(run, key(task, where, "doc.task_name"), record, where, notes))
     if not rows:
         raise InputError(f"{path}: holds no documents", hint=_HINT)
     return _finish(rows)
 
 
-def _row(run: str, task: str, record: dict[str, Any]) -> dict[str, Any]:
+def _row(run: str, task: str, record: dict[str, Any], where: str, notes: Notes) -> dict[str, Any]:
     doc, response = record["doc"], record.get("model_response") or {}
-    row: dict[str, Any] = {"run": run, "task": task, "sample_id": str(doc["id"]), "epoch": 0}
+    sample = key(doc["id"], where, "doc.id")
+    row: dict[str, Any] = {"run": run, "task": task, "sample_id": sample, "epoch": 0}
     prompt = response.get("input")
     if isinstance(prompt, str):
         row["input"] = prompt
@@ -183,7 +188,13 @@ def _row(run: str, task: str, record: dict[str, Any]) -> dict[str, Any]:
     if len(tokens_out) == 1 and isinstance(tokens_out[0], list) and tokens_out[0]:
         row["tokens_out"] = len(tokens_out[0])
     metric = record.get("metric") or {}
-    row["scores"] = {str(k): float(v) for k, v in metric.items() if _number(v)}
+    file, _, place = where.rpartition(", ")
+    row["scores"] = {
+        str(k): number
+        for k, v in metric.items()
+        if (number := notes.score(file, str(k), float(v) if isinstance(v, bool) else v, place))
+        is not None
+    }  # fmt: skip  (a boolean metric is 1 or 0: lighteval's own reading of it)
     return row
 
 

@@ -25,12 +25,13 @@ same samples twice; a results JSON picks one of them.
 
 from __future__ import annotations
 
-import json
-import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from calipers.data import jsontext
+from calipers.data.adapters.values import Notes, Rows, key
 from calipers.errors import InputError
 
 _DATE = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"  # datetime.isoformat(), ":" → "-"
@@ -46,7 +47,7 @@ _RERUN = "Re-run with `lm_eval ... --log_samples --output_path OUT` (lm-eval 0.4
 
 def _first_line(path: Path) -> Any:
     with path.open(encoding="utf-8") as f:
-        return json.loads(f.readline())
+        return jsontext.loads_tool(f.readline())
 
 
 def _looks_like_samples(path: Path) -> bool:
@@ -75,7 +76,7 @@ def detect(path: Path) -> bool:
         if path.suffix == ".jsonl":
             return _looks_like_samples(path)
         if path.suffix == ".json" and _RESULTS.fullmatch(path.name):
-            return _is_results(json.loads(path.read_text(encoding="utf-8")))
+            return _is_results(jsontext.loads_tool(path.read_text(encoding="utf-8")))
     except (OSError, ValueError):
         pass
     return False
@@ -102,9 +103,10 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     else:
         files = [path]
     rows: list[dict[str, Any]] = []
+    notes = Notes()
     for file in files:
-        rows += _file_rows(file)
-    return rows
+        rows += _file_rows(file, notes)
+    return Rows(rows, notes.lines())
 
 
 def _one_run_per_directory(files: list[Path]) -> None:
@@ -141,7 +143,7 @@ def _results_name(directory: Path, date: str) -> str:
 
 def _load_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return jsontext.loads_tool(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise InputError(
             f"{path}: not readable JSON: {exc}",
@@ -167,7 +169,7 @@ def run_name(samples: Path, date: str) -> str:
     return samples.parent.resolve().name
 
 
-def _file_rows(path: Path) -> list[dict[str, Any]]:
+def _file_rows(path: Path, notes: Notes) -> list[dict[str, Any]]:
     docs: dict[str, dict[str, Any]] = {}
     first_line: dict[tuple[str, str], int] = {}
     task_run: tuple[str, str] | None = None
@@ -179,7 +181,9 @@ def _file_rows(path: Path) -> list[dict[str, Any]]:
                 record = _record(path, number, line)
                 # Only once the content is known to be lm-eval's: its file name then matters.
                 task_run = task_run or _task_and_run(path)
-                doc, filter_name = str(record["doc_id"]), str(record["filter"])
+                where = f"{path}, line {number}"
+                doc = key(record["doc_id"], where, "doc_id")
+                filter_name = key(record["filter"], where, "filter")
                 if (doc, filter_name) in first_line:
                     raise InputError(
                         f"{path}, line {number}: doc_id {doc} with filter '{filter_name}' again "
@@ -191,7 +195,7 @@ def _file_rows(path: Path) -> list[dict[str, Any]]:
                 row = docs.get(doc)
                 if row is None:
                     row = docs[doc] = _row(task_run[1], task_run[0], doc, record)
-                _add_scores(row["scores"], record, filter_name)
+                _add_scores(row["scores"], record, filter_name, notes.bind(path, number))
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not readable: {exc}") from None
     if not docs:
@@ -212,20 +216,27 @@ def _task_and_run(path: Path) -> tuple[str, str]:
     return match["task"], run_name(path, match["date"])
 
 
-def _add_scores(scores: dict[str, float], record: dict[str, Any], filter_name: str) -> None:
+def _add_scores(
+    scores: dict[str, float], record: dict[str, Any], filter_name: str, note: Callable[..., Any]
+) -> None:
+    """Each per-document metric under the results JSON's key: a finite number (a boolean as 1 or
+    0); a list or a string is the input of a corpus-level metric (bleu), not a score, and is left
+    out; NaN or Infinity is left out and noted."""
     for metric in (m for m in record["metrics"] if isinstance(m, str)):
         value = record.get(metric)
         if isinstance(value, bool):
             value = float(value)
-        # Lists and strings are inputs of corpus-level metrics, not per-document values.
-        if isinstance(value, int | float) and math.isfinite(value):
-            key = metric if filter_name == _DEFAULT_FILTER else f"{metric},{filter_name}"
-            scores[key] = float(value)
+        name = metric if filter_name == _DEFAULT_FILTER else f"{metric},{filter_name}"
+        if isinstance(value, list | str):
+            continue  # corpus-level inputs (documented)
+        number = note(name, value)
+        if number is not None:
+            scores[name] = number
 
 
 def _record(path: Path, number: int, line: str) -> dict[str, Any]:
     try:
-        record = json.loads(line)
+        record = jsontext.loads_tool(line)
     except ValueError as exc:
         raise InputError(
             f"{path}, line {number}: not JSON ({exc})",

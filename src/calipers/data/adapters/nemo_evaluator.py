@@ -26,10 +26,13 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from calipers.data import jsontext
 from calipers.data.adapters.jsonfile import first_json_line
+from calipers.data.adapters.values import Notes, Rows
 from calipers.errors import InputError
 
 PREDICTIONS = "byob_predictions.jsonl"
@@ -83,23 +86,25 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     else:
         files = [path]
     rows: list[dict[str, Any]] = []
+    notes = Notes()
     for file in files:
-        rows += _file_rows(file)
-    return rows
+        rows += _file_rows(file, notes)
+    return Rows(rows, notes.lines())
 
 
 def _config(predictions: Path) -> dict[str, Any]:
     """results.yml (else run_config.yml) next to the predictions or one directory up."""
-    import yaml  # only needed here, and only once a file is known to be NeMo's
+    from calipers.data import yamltext  # YAML: only once a file is known to be NeMo's
 
     for directory in (predictions.parent, predictions.parent.parent):
         for name in ("results.yml", "run_config.yml"):
             candidate = directory / name
             if candidate.is_file():
-                try:
-                    data = yaml.safe_load(candidate.read_text(encoding="utf-8"))
-                except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+                try:  # strictly: a key given twice is refused, naming both lines
+                    text = candidate.read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError) as exc:
                     raise InputError(f"{candidate}: not readable YAML: {exc}") from None
+                data = yamltext.parse(text, str(candidate)).data
                 if isinstance(data, dict):
                     return {**data, "_dir": directory}
     return {}
@@ -115,7 +120,7 @@ def _names(predictions: Path) -> tuple[str, str]:
     return str(run), str(task)
 
 
-def _file_rows(path: Path) -> list[dict[str, Any]]:
+def _file_rows(path: Path, notes: Notes) -> list[dict[str, Any]]:
     records: list[tuple[int, dict[str, Any]]] = []
     try:
         with path.open(encoding="utf-8") as f:
@@ -148,13 +153,13 @@ def _file_rows(path: Path) -> list[dict[str, Any]]:
                 hint=_HINT,
             )
         seen[(index, repeat)] = number
-        rows.append(_row(record, run, task, str(index), repeat))
+        rows.append(_row(record, run, task, str(index), repeat, notes.bind(path, number)))
     return rows
 
 
 def _record(path: Path, number: int, line: str) -> dict[str, Any]:
     try:
-        record = json.loads(line)
+        record = jsontext.loads_tool(line)
     except ValueError as exc:
         raise InputError(
             f"{path}, line {number}: not JSON ({exc})",
@@ -177,7 +182,10 @@ def _repeat(record: dict[str, Any]) -> int:
     return repeat if isinstance(repeat, int) and not isinstance(repeat, bool) else 0
 
 
-def _row(record: dict[str, Any], run: str, task: str, sample: str, epoch: int) -> dict[str, Any]:
+def _row(
+    record: dict[str, Any], run: str, task: str, sample: str, epoch: int,
+    note: Callable[[str, Any], float | None],
+) -> dict[str, Any]:  # fmt: skip
     row: dict[str, Any] = {"run": run, "task": task, "sample_id": sample, "epoch": epoch}
     if isinstance(record["prompt"], str) and record["prompt"]:
         row["input"] = record["prompt"]
@@ -190,7 +198,11 @@ def _row(record: dict[str, Any], run: str, task: str, sample: str, epoch: int) -
         row["error"] = str(record.get("error") or record["status"])
         return row
     scores = record["scores"] if isinstance(record["scores"], dict) else {}
-    numeric = {k: float(v) for k, v in scores.items() if _number(v)}
+    # a boolean is 0 or 1, as nemo-evaluator's own aggregation reads it
+    numeric = {
+        str(k): n for k, v in scores.items()
+        if (n := note(str(k), float(v) if isinstance(v, bool) else v)) is not None
+    }  # fmt: skip
     if numeric:
         row["scores"] = numeric
     if isinstance(scores.get("correct"), bool):

@@ -25,6 +25,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from calipers.data import jsontext
+from calipers.data.adapters.values import Notes, Rows, key
 from calipers.errors import InputError
 
 _HINT = "Pass the record log `oaieval ... --record_path FILE` wrote (JSON Lines)."
@@ -33,7 +35,7 @@ _EPOCH_EVENTS = ("match", "metrics")
 
 def _spec(line: str) -> dict[str, Any] | None:
     try:
-        first = json.loads(line)
+        first = jsontext.loads_tool(line)
     except ValueError:
         return None
     spec = first.get("spec") if isinstance(first, dict) else None
@@ -78,7 +80,9 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
                     continue
                 record = _record(path, number, line)
                 if record is not None:
-                    by_type = events.setdefault(str(record["sample_id"]), {})
+                    sample = key(record["sample_id"], f"{path}, line {number}", "sample_id")
+                    by_type = events.setdefault(sample, {})
+                    record["data"]["_line"] = number
                     by_type.setdefault(str(record["type"]), []).append(record["data"])
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not readable: {exc}") from None
@@ -87,18 +91,22 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     fns = spec["completion_fns"]
     run = ",".join(str(f) for f in fns) if isinstance(fns, list) else str(fns)
     task = str(spec["eval_name"])
-    rows = [r for sample, by_type in events.items() for r in _rows(run, task, sample, by_type)]
+    notes = Notes()
+    rows = [
+        r for sample, by_type in events.items()
+        for r in _rows(run, task, sample, by_type, path, notes)
+    ]  # fmt: skip
     if not rows:
         raise InputError(
             f"{path}: holds no match, metrics or error events",
             hint="The eval may have stopped before recording any sample (or logs none).",
         )
-    return rows
+    return Rows(rows, notes.lines())
 
 
 def _record(path: Path, number: int, line: str) -> dict[str, Any] | None:
     try:
-        record = json.loads(line)
+        record = jsontext.loads_tool(line)
     except ValueError as exc:
         raise InputError(
             f"{path}, line {number}: not JSON ({exc})",
@@ -120,7 +128,9 @@ def _record(path: Path, number: int, line: str) -> dict[str, Any] | None:
     return record
 
 
-def _rows(run: str, task: str, sample: str, by_type: dict[str, list[Any]]) -> list[dict[str, Any]]:
+def _rows(
+    run: str, task: str, sample: str, by_type: dict[str, list[Any]], path: Path, notes: Notes
+) -> list[dict[str, Any]]:
     matches, metrics = by_type.get("match", []), by_type.get("metrics", [])
     samplings, errors = by_type.get("sampling", []), by_type.get("error", [])
     epochs = max(len(matches), len(metrics), 1 if errors else 0)
@@ -130,7 +140,12 @@ def _rows(run: str, task: str, sample: str, by_type: dict[str, list[Any]]) -> li
         if epoch < len(matches):
             _add_match(row, matches[epoch])
         if epoch < len(metrics):
-            scores = {k: float(v) for k, v in metrics[epoch].items() if _number(v)}
+            data = metrics[epoch]
+            note = notes.bind(path, data.get("_line", 0))
+            scores = {  # a boolean is 1 or 0, as oaieval's own report reads it
+                str(k): n for k, v in data.items() if k != "_line"
+                and (n := note(str(k), float(v) if isinstance(v, bool) else v)) is not None
+            }  # fmt: skip
             if scores:
                 row["scores"] = scores
         # Without one sampling per trial, which completion a trial scored is not known.

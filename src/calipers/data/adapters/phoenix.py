@@ -25,7 +25,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from calipers.data.adapters import values
 from calipers.data.adapters.jsonfile import load_json
+from calipers.data.adapters.values import Notes, Rows
 from calipers.errors import InputError
 
 TASK = "phoenix"
@@ -58,6 +60,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     if not data:
         raise InputError(f"{path}: holds no experiment runs", hint=_HINT)
     rows: list[dict[str, Any]] = []
+    notes = Notes()
     seen: dict[tuple[str, int], int] = {}
     for number, record in enumerate(data):
         if not (isinstance(record, dict) and all(k in record for k in _KEYS)):
@@ -66,28 +69,27 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
                 f"(expected an object with {', '.join(_KEYS)})",
                 hint=_HINT,
             )
-        row = _row(record, path.stem)
-        key = (row["sample_id"], row["epoch"])
-        if key in seen:
+        row = _row(record, path.stem, (path, f"item {number}"), notes)
+        pair = (row["sample_id"], row["epoch"])
+        if pair in seen:
             raise InputError(
-                f"{path}: item {number}: example {key[0]} repetition {key[1]} again "
-                f"(first at item {seen[key]})",
+                f"{path}: item {number}: example {pair[0]} repetition {pair[1]} again "
+                f"(first at item {seen[pair]})",
                 hint="Download one experiment per file.",
             )
-        seen[key] = number
+        seen[pair] = number
         rows.append(row)
-    return _finish(rows)
+    return Rows(_finish(rows), notes.lines())
 
 
-def _row(record: dict[str, Any], run: str) -> dict[str, Any]:
-    repetition = record["repetition_number"]
-    if not isinstance(repetition, int) or isinstance(repetition, bool) or repetition < 0:
-        raise InputError(f"repetition_number {repetition!r} is not a count")
+def _row(record: dict[str, Any], run: str, place: tuple[Path, str], notes: Notes) -> dict[str, Any]:
+    file, item = place
+    where = f"{file}, {item}"
     row: dict[str, Any] = {
         "run": run,
         "task": TASK,
-        "sample_id": str(record["example_id"]),
-        "epoch": repetition,
+        "sample_id": values.key(record["example_id"], where, "example_id"),
+        "epoch": values.count(record["repetition_number"], where, "repetition_number"),
     }
     for field, key in (("input", "input"), ("expected", "reference_output"), ("output", "output")):
         text = _text(record.get(key))
@@ -108,13 +110,12 @@ def _row(record: dict[str, Any], run: str) -> dict[str, Any]:
     scores: dict[str, float] = {}
     for annotation in record["annotations"] or []:
         # A failed evaluator has an error and no score; a label-only one (a str result) no score.
-        if (
-            isinstance(annotation, dict)
-            and not annotation.get("error")
-            and _number(annotation.get("score"))
-            and annotation.get("name")
-        ):
-            scores[str(annotation["name"])] = float(annotation["score"])
+        if isinstance(annotation, dict) and not annotation.get("error") and annotation.get("name"):
+            name = str(annotation["name"])
+            score = annotation.get("score")
+            number = notes.score(file, name, score, item) if not isinstance(score, str) else None
+            if number is not None:
+                scores[name] = number
     if scores:
         row["scores"] = scores
     return row

@@ -29,6 +29,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from calipers.data import jsontext
+from calipers.data.adapters.values import Notes, Rows, flag
 from calipers.errors import InputError
 
 SUPPORTED_VERSION = 3
@@ -90,7 +92,7 @@ def _lines_of_results(path: Path) -> bool:
     """Whether the first line is one promptfoo result (as `-o results.jsonl` writes them)."""
     try:
         with path.open(encoding="utf-8", errors="replace") as f:
-            return _is_result(json.loads(f.readline()))
+            return _is_result(jsontext.loads_tool(f.readline()))
     except (OSError, ValueError, RecursionError):  # the reader reports what is wrong
         return False
 
@@ -105,7 +107,7 @@ def _load_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
                 if not line.strip():
                     continue
                 try:
-                    result = json.loads(line)
+                    result = jsontext.loads_tool(line)
                 except ValueError as exc:
                     message = f"{path}, line {number}: not JSON ({exc})"
                     raise InputError(message, hint=_CUT) from None
@@ -125,11 +127,9 @@ def _load_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 def _load(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", hint=_CUT
-        ) from None
+        data = jsontext.loads_tool(path.read_text(encoding="utf-8"))
+    except jsontext.JSONError as exc:
+        raise InputError(f"{path}: not JSON ({exc})", hint=_CUT) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not readable: {exc}") from None
     summary = data.get("results") if isinstance(data, dict) else None
@@ -170,6 +170,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     runs = _run_names([r for _, r in results])
     epochs: dict[tuple[str, str], int] = {}
     rows = []
+    notes = Notes()
     for number, result in sorted(results, key=lambda x: (_index(x[1]), x[0])):
         run, sample = runs[_column(result)], _sample_id(result)
         epoch = epochs[(run, sample)] = epochs.get((run, sample), -1) + 1
@@ -183,11 +184,12 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
                 hint="Give each test its own `description` in promptfooconfig.yaml (or keep its "
                 "vars: PROMPTFOO_STRIP_TEST_VARS removes them), and re-run `promptfoo eval`.",
             )
+        record = place.format(number)
         try:
-            rows.append(_row(result, run, task, sample, epoch))
+            rows.append(_row(result, run, task, sample, epoch, (path, record), notes))
         except (AttributeError, TypeError, ValueError) as exc:
-            raise InputError(f"{path}: {place.format(number)} is malformed: {exc}") from None
-    return rows
+            raise InputError(f"{path}, {record} is malformed: {exc}") from None
+    return Rows(rows, notes.lines())
 
 
 def _index(result: dict[str, Any]) -> int:
@@ -229,7 +231,12 @@ def _sample_id(result: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
-def _row(result: dict[str, Any], run: str, task: str, sample: str, epoch: int) -> dict[str, Any]:
+def _row(
+    result: dict[str, Any], run: str, task: str, sample: str, epoch: int,
+    place: tuple[Path, str], notes: Notes,
+) -> dict[str, Any]:  # fmt: skip
+    """The sample row of one result; `place` is (the file, the result's line or index)."""
+    file, record = place
     row: dict[str, Any] = {"run": run, "task": task, "sample_id": sample, "epoch": epoch}
     response = _dict(result, "response")
     if isinstance(raw := _dict(result, "prompt").get("raw"), str):
@@ -253,17 +260,21 @@ def _row(result: dict[str, Any], run: str, task: str, sample: str, epoch: int) -
         detail = f"not evaluated: {row['error']}"
         row["assertions"] = [a for s in specs if (a := _assertion(s, False, detail)) is not None]
     else:
-        row["correct"] = bool(result.get("success"))
+        row["correct"] = flag(result.get("success"), f"{file}, {record}", "success")
         named = _named_scores(result)
         scores = {"score": result.get("score"), **{k: v for k, v in named.items() if k != "score"}}
-        row["scores"] = {k: float(v) for k, v in scores.items() if _number(v)}
+        row["scores"] = {
+            k: number for k, v in scores.items()
+            if (number := notes.score(file, k, v, record)) is not None
+        }  # fmt: skip
         weights = _dict(_dict(result, "gradingResult"), "namedScoreWeights")
         row["score_weights"] = {
             k: float(weights[k])
             for k in named
             if k != "score" and k in row["scores"] and _number(weights.get(k))
         }
-        row["assertions"] = _graded(_dict(result, "gradingResult").get("componentResults") or [])
+        components = _dict(result, "gradingResult").get("componentResults") or []
+        row["assertions"] = _graded(components, f"{file}, {record}")
     for field in ("scores", "score_weights", "assertions"):
         if not row.get(field):
             row.pop(field, None)
@@ -279,11 +290,11 @@ def _named_scores(result: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in named.items() if not (_number(weights.get(k)) and weights[k] <= 0)}
 
 
-def _graded(components: list[Any]) -> list[dict[str, Any]]:
+def _graded(components: list[Any], where: str) -> list[dict[str, Any]]:
     """The top-level assertions: promptfoo flattens an assert-set (or any assertion returning
     component results) into the set's result followed by its members, which it did not score."""
     out, skip = [], 0
-    for component in components:
+    for i, component in enumerate(components):
         if skip:
             skip -= 1
             continue
@@ -299,7 +310,8 @@ def _graded(components: list[Any]) -> list[dict[str, Any]]:
         detail = str(component.get("reason") or "")
         if _number(score):
             detail = f"{detail} (score {score:g})".strip()
-        assertion = _assertion(spec, bool(component.get("pass")), detail)
+        passed = flag(component.get("pass"), where, f"gradingResult.componentResults[{i}].pass")
+        assertion = _assertion(spec, passed, detail)
         if assertion is not None:
             out.append(assertion)
     return out

@@ -11,7 +11,7 @@ import numpy as np
 from pydantic import Field
 
 from calipers.schemes.base import BootstrapOptions, ComparableScheme
-from calipers.schemes.layered import html, terminal
+from calipers.schemes.layered import html, leaderboard, terminal
 from calipers.schemes.layered.scoring import (
     LAYERS,
     SummaryResult,
@@ -23,6 +23,7 @@ from calipers.schemes.registry import register
 from calipers.stats.estimate import INTERVAL_METHODS
 from calipers.verdicts.by_task import ADJUSTMENTS
 from calipers.verdicts.compare import CompareResult, check_runs, compare_staged, scale_span
+from calipers.verdicts.flips import LISTED, pair_flips
 from calipers.verdicts.gates import DEFAULT_THRESHOLD
 from calipers.verdicts.judge_calibration import calibrate_pair, calibrate_run
 from calipers.verdicts.missing_bounds import ERRORS, score_errors_worst
@@ -54,6 +55,8 @@ def _planning_scale(staged: StagedScores, runs: list[str]) -> float:
 
 class PairedScheme(ComparableScheme):
     """A scheme whose comparator is the paired engine (`calipers.verdicts.compare`)."""
+
+    ranks_runs = True  # by the mean (metric) or the composite (layered), with rank intervals
 
     def stage_parameters(self, options: Any) -> dict[str, Any]:
         """The scheme's own options as the comparison report records them."""
@@ -96,6 +99,12 @@ class PairedScheme(ComparableScheme):
                     cluster=result.parameters["cluster"],  # resolved (auto: group or sample_id)
                     confidence_level=o.confidence_level,  # type: ignore[attr-defined]
                 )  # fmt: skip
+        for pair in result.pairs:  # the samples that changed, with their text
+            pair.flips = pair_flips(
+                staged, samples, runs=[baseline, *treatments], control=baseline,
+                treatment=pair.comparison.treatment, alpha=pair.alpha,
+                adjust=o.adjust, listed=o.flips,  # type: ignore[attr-defined]
+            )  # fmt: skip
         return result
 
     def plan(
@@ -161,7 +170,10 @@ class PairedScheme(ComparableScheme):
         return result
 
     def terminal(self, result: Any, console: Console, *, detail: bool = False) -> None:
-        terminal.summary(result, console)
+        terminal.summary(result, console, detail=detail)
+
+    def leaderboard_terminal(self, result: Any, console: Console) -> None:
+        leaderboard.leaderboard(result, console)
 
     def compare_terminal(self, result: Any, console: Console) -> None:
         terminal.comparison(result, console)
@@ -202,6 +214,9 @@ class PairedCompareOptions(PairedOptions):
     # a sample whose `error` is set and has no score: a missing outcome, bounded (missing), or
     # the scale's low bound (worst) — `calipers.verdicts.missing_bounds`
     errors: Literal[ERRORS] = "missing"  # type: ignore[valid-type]
+    # regressions, and improvements, per pair listed with their text (`calipers.verdicts.flips`;
+    # the counts always cover every sample)
+    flips: int = Field(default=LISTED, ge=0)
 
 
 class LayeredCompareOptions(LayeredOptions, PairedCompareOptions):

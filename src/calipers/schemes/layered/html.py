@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from calipers.render import plots as draw
+from calipers.render.changes import flips_page_context
 from calipers.render.html import render
 from calipers.render.json_report import clean
 from calipers.schemes.layered.scoring import value_label
@@ -14,8 +15,9 @@ def summary_section(report: dict[str, Any]) -> dict[str, Any]:
     """layered / metric scores: per run the composite with its interval and each component."""
     runs = report["runs"]
     label = value_label(report["scheme"], report["parameters"])
+    # a refused interval has no bounds (its `refusal` says why): the plot shows the mean alone
     rows = [
-        (name, r["composite"]["mean"], r["composite"]["low"], r["composite"]["high"],
+        (name, r["composite"].get("mean"), r["composite"].get("low"), r["composite"].get("high"),
          bool(r.get("gate_passed", True)))
         for name, r in runs.items()
     ]  # fmt: skip
@@ -62,7 +64,7 @@ def compare_page(report: dict[str, Any]) -> str:
                 title=f"per task ({pair['confidence_level']:.0%} intervals; green: moved after "
                 f"{pair['task_adjust']} adjustment)",
             )
-    return render("compare", report, plots=plots, value_label=label)
+    return render("compare", report, plots=plots, value_label=label, **flips_page_context(report))
 
 
 def _diff(d: dict[str, Any] | None) -> tuple[Any, Any, Any, bool]:

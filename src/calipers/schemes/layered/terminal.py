@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from calipers.render.changes import tasks_terminal
 from calipers.render.terminal import notes as print_notes
 from calipers.render.terminal import num
 from calipers.render.text import escape
@@ -153,9 +154,13 @@ def repeats_table(runs: dict[str, RunSummary], console: Console) -> None:
     )
 
 
-def summary(result: SummaryResult, console: Console) -> None:
+def summary(result: SummaryResult, console: Console, *, detail: bool = False) -> None:
+    """Each run's value with its interval and components; `detail` (`score --tasks`): each
+    run's mean and n per task as well."""
     label = value_label(result.scheme, result.parameters)
     console.print(_variants_table(result.runs, f"{result.scheme} scores", None, label=label))
+    if detail:
+        task_means(result, console, label=label)
     if result.scheme == "layered":
         console.print("[dim]✗ layer mean below the gate · layers: F fact, B behavior, J judge[/]")
     console.print(f"[dim]intervals clustered by {escape(clustering(result.parameters))}[/]")
@@ -163,6 +168,24 @@ def summary(result: SummaryResult, console: Console) -> None:
     calibration_lines(result.judge_calibration, console)
     repeats_table(result.runs, console)
     print_notes(result.notes, console)
+
+
+def task_means(result: SummaryResult, console: Console, *, label: str) -> None:
+    """One row per task, one column per run: the run's mean on the task (of its samples' epoch
+    means) and its observations."""
+    tasks = sorted({t for r in result.runs.values() for t in r.tasks})
+    table = Table(title=f"{escape(label)} per task (mean, observations)", title_justify="left",
+                  pad_edge=False)  # fmt: skip
+    table.add_column("task", overflow="fold")
+    for name in result.runs:
+        table.add_column(escape(name), justify="right", overflow="fold")
+    for task in tasks:
+        cells = []
+        for r in result.runs.values():
+            t = r.tasks.get(task)
+            cells.append("—" if t is None else f"{num(t.get('mean'), '.3f')} ({t.get('n')})")
+        table.add_row(escape(task), *cells)
+    console.print(table)
 
 
 def clustering(parameters: Mapping[str, Any]) -> str:
@@ -293,22 +316,22 @@ def _margin_lines(result: CompareResult, console: Console) -> None:
 
 
 def _tasks_moved(result: CompareResult, console: Console) -> None:
-    """Per pair, the tasks whose difference survives the multiplicity correction."""
+    """Per pair, how many tasks' differences survive the multiplicity correction, then every
+    task's difference, interval, adjusted p and n (`calipers.render.changes`)."""
+    label = value_label(result.scheme, result.parameters)
     for pair in result.pairs:
         c = pair.comparison
-        if c.task_adjust is None:
-            continue
-        tested = [t for t in c.tasks.values() if t.get("p_adjusted") is not None]
-        moved = [(name, t) for name, t in c.tasks.items() if t.get("moved")]
-        how = adjustment_label(c.task_adjust)
-        head = f"{escape(c.treatment)}: {len(moved)} of {len(tested)} tasks moved ({how}"
-        console.print(head + f", α {pair.alpha:.3g})")
-        for name, t in sorted(moved, key=lambda nt: nt[1]["p_adjusted"]):
-            arrow = "[green]▲[/]" if t["moved"] == "up" else "[red]▼[/]"
-            bounds = escape(f"[{num(t['low'], '+.3f')}, {num(t['high'], '+.3f')}]")
-            console.print(
-                f"  {arrow} {escape(name)} {t['diff']:+.3f} {bounds} p_adj {t['p_adjusted']:.3g}"
-            )
+        if c.task_adjust is not None:
+            tested = [t for t in c.tasks.values() if t.get("p_adjusted") is not None]
+            moved = [t for t in c.tasks.values() if t.get("moved")]
+            how = adjustment_label(c.task_adjust)
+            head = f"{escape(c.treatment)}: {len(moved)} of {len(tested)} tasks moved ({how}"
+            console.print(head + f", α {pair.alpha:.3g})")
+        tasks_terminal(
+            {"control": c.control, "treatment": c.treatment, "tasks": c.tasks,
+             "task_adjust": c.task_adjust},
+            console, label=label,
+        )  # fmt: skip
 
 
 def _missing_lines(result: CompareResult, console: Console) -> None:

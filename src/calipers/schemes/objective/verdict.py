@@ -21,7 +21,6 @@ is reported beside the verdict and does not change it.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -29,10 +28,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_snake
 
+from calipers.data import configfile
 from calipers.data.sampleset import SampleSet
 from calipers.errors import DataError, InputError
 from calipers.schemes.base import SCHEMA_VERSION
@@ -59,9 +58,10 @@ TOLERANCE = 1e-9
 
 class Settings(BaseModel):
     """Thresholds and weights of an objective comparison; a config file holds any of them, in
-    snake_case or the seed's camelCase (minCompositeGain)."""
+    snake_case or the seed's camelCase (minCompositeGain). Strict: a number is not "0.1", a
+    flag not "yes"."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     min_composite_gain: float = Field(default=0.01, ge=0, allow_inf_nan=False)
     regression_composite_drop: float = Field(default=0.05, ge=0, allow_inf_nan=False)
@@ -78,34 +78,49 @@ class Settings(BaseModel):
 def load_settings(path: Path | None, **overrides: Any) -> Settings:
     """Settings from a YAML or JSON file (if given), then the non-None `overrides` on top."""
     raw: dict[str, Any] = {}
+    doc = configfile.Document("options", None)
+    keys: dict[str, Any] = {}  # a setting's name in the file → the key as written there
     if path is not None:
         try:
             text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"cannot read the config file {path}: {exc.strerror}") from exc
-        try:
-            loaded = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-        except (json.JSONDecodeError, yaml.YAMLError) as exc:
-            raise InputError(
-                f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}"
-            ) from None
-        if loaded is None:
-            loaded = {}
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read the config file {path}: {exc}") from exc
+        doc = configfile.parse(text, str(path), json=path.suffix == ".json")
+        loaded = {} if doc.data is None else doc.data
         if not isinstance(loaded, dict):
             raise InputError(f"{path}: expected a mapping of settings, got {type(loaded).__name__}")
-        raw = {to_snake(str(key)).replace("-", "_"): v for key, v in loaded.items()}
+        for key, value in loaded.items():
+            name = to_snake(str(key)).replace("-", "_")
+            if name in keys:  # min_composite_gain and minCompositeGain: which one holds?
+                line = doc.line_of([key])
+                raise InputError(
+                    f"{path}{f', line {line}' if line else ''}: '{key}' and '{keys[name]}' are "
+                    f"the same setting ({name})",
+                    hint="Give each setting once.",
+                )
+            keys[name] = key
+            raw[name] = value
     raw.update({k: v for k, v in overrides.items() if v is not None})
     try:
         return Settings.model_validate(raw)
     except ValidationError as exc:
-        where = str(path) if path is not None else "options"
-        problems = "; ".join(
-            f"'{'.'.join(str(p) for p in e['loc'])}': {e['msg']}" for e in exc.errors()
+        loc = exc.errors()[0]["loc"]
+        setting = str(loc[0]) if loc else None
+        given = {k for k, v in overrides.items() if v is not None}
+        in_file = setting in keys and setting not in given
+        lines = {n: line for n, k in keys.items() if (line := doc.line_of([k])) is not None}
+        origin = doc.origin if in_file else "options"
+        where = configfile.Document(origin, raw, {id(raw): lines} if in_file else {})
+        error = configfile.invalid(
+            exc,
+            where,
+            hint="Settings: " + ", ".join(Settings.model_fields) + " (or their camelCase); "
+            "numbers are written as numbers, flags as true or false.",
         )
-        raise InputError(
-            f"{where}: {problems}",
-            hint="Settings: " + ", ".join(Settings.model_fields) + " (or their camelCase).",
-        ) from None
+        if in_file and setting is not None and keys[setting] != setting:  # as the file spells it
+            spelled = f"'{keys[setting]}'"
+            error = InputError(error.message.replace(f"'{setting}'", spelled), hint=error.hint)
+        raise error from None
 
 
 class ObjectiveVerdict(StrEnum):

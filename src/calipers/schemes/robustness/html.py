@@ -11,7 +11,9 @@ def robustness_section(report: dict[str, Any]) -> dict[str, Any]:
     """robustness scores of stored runs: the signals with bands, per type, per case."""
     bands = {
         name: {
-            signal: band(r[signal], signal) if r.get(signal) is not None else None
+            signal: band(r[signal], signal, (r.get("intervals") or {}).get(signal))
+            if r.get(signal) is not None
+            else None
             for signal in ("invariance", "sensitivity")
         }
         for name, r in report["runs"].items()

@@ -23,6 +23,7 @@ class RobustnessScheme(Scheme):
     higher_is_better = True
     Options = BootstrapOptions
     report_schema = "robustness"
+    no_tasks = "the robustness scheme scores cases, not tasks; its table shows every case"
 
     def compute(self, samples: SampleSet, options: BootstrapOptions) -> RobustnessResult:
         return scoring.score_samples(samples, options, name=self.name)

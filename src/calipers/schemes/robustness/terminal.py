@@ -3,6 +3,8 @@ intervals kelvin does not have, and a per-case table."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.table import Table
 
@@ -31,10 +33,44 @@ _SENSITIVITY_BANDS = (
 )
 
 
-def band(score: float, kind: str) -> str:
-    """kelvin's verdict phrase for an invariance or sensitivity score."""
+def band(score: float, kind: str, interval: Any = None) -> str:
+    """kelvin's verdict phrase for an invariance or sensitivity score, judged on its interval
+    when there is one (an `Interval`, or a report's dict with low and high): the band when the
+    whole interval lies in it, otherwise "undetermined" naming the bands the interval spans (a
+    point in a good band with an interval reaching a concerning one is not good)."""
     bands = _INVARIANCE_BANDS if kind == "invariance" else _SENSITIVITY_BANDS
-    return next(label for lower, label in bands if score >= lower)
+
+    def of(x: float) -> str:
+        return next(label for lower, label in bands if x >= lower)
+
+    low, high = _bounds(interval)
+    if low is None or high is None:
+        return of(score)
+    worst, best = of(low), of(high)
+    if worst == best:
+        return worst
+    (worst_name, worst_verdict), (best_name, best_verdict) = (
+        worst.split(" — "), best.split(" — "))  # fmt: skip
+    if worst_verdict == best_verdict:  # two bands with one verdict: "reactive to sharply … — good"
+        return f"{worst_name} to {best_name} — {best_verdict}"
+    return (
+        f"undetermined — the interval spans {worst_name} ({worst_verdict}) to {best_name} "
+        f"({best_verdict})"
+    )
+
+
+def _bounds(interval: Any) -> tuple[float | None, float | None]:
+    if interval is None or isinstance(interval, str):
+        return None, None
+    if isinstance(interval, dict):
+        return interval.get("low"), interval.get("high")
+    return getattr(interval, "low", None), getattr(interval, "high", None)
+
+
+def signal_band(result: RunRobustness, name: str) -> str:
+    """The band of a run's signal (`invariance` or `sensitivity`), judged on its interval."""
+    score = getattr(result, name)
+    return band(score, name, result.intervals.get(name))
 
 
 def _bar(score: float) -> str:
@@ -78,9 +114,9 @@ def diagnostic(result: RunRobustness, decision_field: str, governing_types: list
             )
     shown = _shown_signals(result, governing_types)
     weak = " and ".join(
-        f"{name} is {band(score, name)} ({score:.2f})"
+        f"{name} is {signal_band(result, name)} ({score:.2f}{_interval(result, name, short=True)})"
         for name, score in shown
-        if not band(score, name).endswith("— good")
+        if not signal_band(result, name).endswith("— good")
     )
     per_case = [1.0 - sum(d) / len(d) for c in result.cases if (d := c.distances(INVARIANCE_KINDS))]
     if len(per_case) >= 2:
@@ -113,12 +149,14 @@ def _shown_signals(result: RunRobustness, governing_types: list[str]) -> list[tu
     return shown
 
 
-def _interval(result: RunRobustness, name: str) -> str:
+def _interval(result: RunRobustness, name: str, *, short: bool = False) -> str:
     i = result.intervals.get(name)
-    if i is None:
+    if i is None or (short and isinstance(i, str)):
         return ""
     if isinstance(i, str):
         return f"  (no interval: {escape(i)})"
+    if short:
+        return f" [{i.low:.2f}, {i.high:.2f}]"
     return f"  {result.confidence_level:.0%} CI [{i.low:.2f}, {i.high:.2f}]"
 
 
@@ -140,7 +178,7 @@ def run_summary(
     inv, sens, k = result.invariance, result.sensitivity, result.kelvin_score
     if inv is not None:
         console.print(
-            f"  Invariance   {inv:.2f}  {_bar(inv)}  {band(inv, 'invariance')}"
+            f"  Invariance   {inv:.2f}  {_bar(inv)}  {signal_band(result, 'invariance')}"
             f"{_interval(result, 'invariance')}",
             highlight=False,
         )
@@ -150,7 +188,7 @@ def run_summary(
         console.print("  Sensitivity not measured — only one case, no peers to swap from.")
     elif sens is not None:
         console.print(
-            f"  Sensitivity  {sens:.2f}  {_bar(sens)}  {band(sens, 'sensitivity')}"
+            f"  Sensitivity  {sens:.2f}  {_bar(sens)}  {signal_band(result, 'sensitivity')}"
             f"{_interval(result, 'sensitivity')}",
             highlight=False,
         )

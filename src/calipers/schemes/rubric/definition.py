@@ -17,16 +17,16 @@ domain. YAML or JSON; the default rubric ships in the package.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from decimal import Decimal
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
+from calipers.data import configfile
+from calipers.data.configfile import StrictModel
 from calipers.errors import InputError
 
 DIMENSIONS = (
@@ -50,27 +50,24 @@ DEFAULT_WEIGHTS = {
 WEIGHT_TOLERANCE = Decimal("1e-9")
 
 
-class _Item(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Item(StrictModel):
     id: str = Field(min_length=1)
     description: str = ""
 
 
-class _Domain(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    tasks: list[str] = []
+class _Domain(StrictModel):
+    tasks: list[str] = Field(default_factory=list)
     weights: dict[str, float] | None = None
-    red_flags: list[_Item] = []
-    bonuses: list[_Item] = []
+    red_flags: list[_Item] = Field(default_factory=list)
+    bonuses: list[_Item] = Field(default_factory=list)
 
 
-class _RubricModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _RubricModel(StrictModel):
     name: str = "rubric"
     weights: dict[str, float] | None = None
-    red_flags: list[_Item] = []
-    bonuses: list[_Item] = []
-    domains: dict[str, _Domain] = {}
+    red_flags: list[_Item] = Field(default_factory=list)
+    bonuses: list[_Item] = Field(default_factory=list)
+    domains: dict[str, _Domain] = Field(default_factory=dict)
 
     @field_validator("weights")
     @classmethod
@@ -157,15 +154,17 @@ def _items(items: list[_Item]) -> dict[str, str]:
     return {item.id: item.description for item in items}
 
 
-def parse_rubric(data: Any, origin: str, digest: str) -> Rubric:
+def parse_rubric(
+    data: Any, origin: str, digest: str, doc: configfile.Document | None = None
+) -> Rubric:
+    """The rubric of `data` (read from `origin`; `doc` gives the lines of its keys)."""
     try:
         model = _RubricModel.model_validate(data if data is not None else {})
     except ValidationError as exc:
-        first = exc.errors()[0]
-        path = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise InputError(
-            f"{origin}: {path}: {first['msg']}",
-            hint="See docs/rubric.md for the rubric file format.",
+        raise configfile.invalid(
+            exc,
+            doc or configfile.Document(origin, data),
+            hint="See docs/rubric.md for the rubric file format (a weight is a number, not text).",
         ) from None
     base = RubricRules(
         _weights(model.weights, f"{origin}: weights"),
@@ -206,12 +205,8 @@ def load_rubric(path: str | Path | None = None) -> Rubric:
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"cannot read rubric file {file}: {exc}") from None
         origin = str(file)
-    try:
-        data = json.loads(text) if origin.endswith(".json") else yaml.safe_load(text)
-    except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark is not None else ""
-        raise InputError(f"{origin}:{line} is not valid YAML/JSON: {exc}") from None
+    doc = configfile.parse(text, origin, json=origin.endswith(".json"))
+    data = doc.data
     if data is not None and not isinstance(data, dict):
         raise InputError(f"{origin}: a rubric file holds a mapping (name, weights, red_flags, …)")
-    return parse_rubric(data, origin, hashlib.sha256(text.encode()).hexdigest())
+    return parse_rubric(data, origin, hashlib.sha256(text.encode()).hexdigest(), doc)

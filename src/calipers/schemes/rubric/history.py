@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from calipers import writes
 from calipers.data.store import Store
 from calipers.schemes.rubric.definition import DIMENSIONS
 from calipers.schemes.rubric.scoring import Evaluation, HistoryFlag, RubricResult
@@ -60,29 +61,26 @@ def record_history(
     with Store(db) as store:
         con = store.con
         con.register("calipers_rubric_batch", batch)
-        con.execute("BEGIN TRANSACTION")
         try:
-            keys = " AND ".join(f"h.{k} = b.{k}" for k in _KEY)
-            sets = ", ".join(f"{v} = b.{v}" for v in _VALUES)
-            con.execute(
-                f"UPDATE rubric_history h SET {sets} FROM calipers_rubric_batch b WHERE {keys}"
-            )
-            new = con.execute(
-                f"""
-                INSERT INTO rubric_history
-                SELECT (SELECT coalesce(max(seq), 0) FROM rubric_history)
-                           + row_number() OVER (ORDER BY b.run, b.task, b.sample_id, b.epoch),
-                       ?::TIMESTAMP, b.run, b.task, b.sample_id, b.epoch, b.rubric_sha256,
-                       {", ".join(f"b.{d}" for d in DIMENSIONS)}, b.composite, b.final, b.grade
-                FROM calipers_rubric_batch b
-                WHERE NOT EXISTS (SELECT 1 FROM rubric_history h WHERE {keys})
-                """,
-                [stamp],
-            ).fetchall()
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
+            what = f"{len(evaluations):,} rubric evaluation(s) in the history of {store.path}"
+            with writes.transaction(con, what):
+                keys = " AND ".join(f"h.{k} = b.{k}" for k in _KEY)
+                sets = ", ".join(f"{v} = b.{v}" for v in _VALUES)
+                con.execute(
+                    f"UPDATE rubric_history h SET {sets} FROM calipers_rubric_batch b WHERE {keys}"
+                )
+                new = con.execute(
+                    f"""
+                    INSERT INTO rubric_history
+                    SELECT (SELECT coalesce(max(seq), 0) FROM rubric_history)
+                               + row_number() OVER (ORDER BY b.run, b.task, b.sample_id, b.epoch),
+                           ?::TIMESTAMP, b.run, b.task, b.sample_id, b.epoch, b.rubric_sha256,
+                           {", ".join(f"b.{d}" for d in DIMENSIONS)}, b.composite, b.final, b.grade
+                    FROM calipers_rubric_batch b
+                    WHERE NOT EXISTS (SELECT 1 FROM rubric_history h WHERE {keys})
+                    """,
+                    [stamp],
+                ).fetchall()
         finally:
             con.unregister("calipers_rubric_batch")
         rows = con.execute(

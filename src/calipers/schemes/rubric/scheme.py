@@ -43,6 +43,10 @@ class RubricScheme(Scheme):
 
     def terminal(self, result: Any, console: Console, *, detail: bool = False) -> None:
         terminal.rubric_report(result, console)
+        if detail:  # score --tasks
+            from calipers.render.terminal import frame_table
+
+            console.print(frame_table(result.to_frame("task"), title="rubric per run and task"))
 
     def html_section(self, report: dict[str, Any]) -> dict[str, Any]:
         return html.rubric_section(report)

@@ -341,8 +341,21 @@ class RubricResult(SchemeResult):
         return body
 
     def to_frame(self, level: str = "evaluation") -> pd.DataFrame:
-        """Levels: "evaluation" (one row each, dimensions as columns) and "run"."""
+        """Levels: "evaluation" (one row each, dimensions as columns), "task" (per run and task:
+        samples and the mean final score, of each sample's epoch mean) and "run"."""
         import pandas as pd
+
+        if level == "task":
+            frame = self.to_frame("evaluation")
+            if frame.empty:
+                return pd.DataFrame(columns=["run", "task", "n_samples", "mean_final"])
+            keys = ["run", "task", "sample_id"]
+            per_sample = frame.groupby(keys, sort=True)["final"].mean().reset_index()
+            return (
+                per_sample.groupby(["run", "task"], sort=True)
+                .agg(n_samples=("final", "size"), mean_final=("final", "mean"))
+                .reset_index()
+            )
 
         if level == "evaluation":
             rows = []
@@ -360,7 +373,7 @@ class RubricResult(SchemeResult):
             return pd.DataFrame(rows)
         if level == "run":
             return pd.DataFrame([r.to_dict() for r in self.runs.values()])
-        raise InputError(f"unknown level '{level}' (evaluation or run)")
+        raise InputError(f"unknown level '{level}' (evaluation, task or run)")
 
 
 def summarize_runs(

@@ -1,0 +1,100 @@
+"""What DuckDB's readers accept and strict JSON (`jsontext`) does not, found after the fast path.
+
+DuckDB reads JSON leniently: a trailing comma is dropped, `NaN` kept, a key given twice inside a
+JSON value kept twice, an integer of 400 digits kept as its digits, nesting of any depth kept. The
+typed fields refuse most of these by their type rules (`guards`); what is left is found here,
+cheaply, without a second parse of every line in Python:
+
+- a trailing comma, in the raw lines (DuckDB's `read_ndjson_objects` gives each line as written):
+  a line with `,]` or `,}` (spaces between allowed) is read again in Python;
+- the free JSON values (`decision`, an assertion's `value`, a tool call's `input`), whose text
+  DuckDB keeps as written but for whitespace: those that could hold a repeated key (two `:`),
+  `NaN`/`Infinity`, a 19-digit number or deep nesting (1,000 characters or more) are parsed by
+  `jsontext`.
+
+Either finding sends the file to the diagnostic pass, which names the line and field; a line read
+again and found clean (the characters were inside a string) changes nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from calipers.data import diagnose, jsontext
+from calipers.data.files import sql_literal
+from calipers.errors import ValidationError
+
+# DuckDB's JSON reader needs room for the longest line (see readers._OBJECT_SIZES)
+_OBJECT_SIZES = (16 << 20, 64 << 20, 256 << 20, 1 << 30)
+_SUSPECT_VALUE = (
+    "(length({v}) - length(replace({v}, ':', '')) >= 2 OR length({v}) >= {long} "
+    "OR regexp_matches({v}, 'NaN|Infinity|[0-9]{{19}}|[eE][+]?[0-9]{{3}}'))"
+)
+
+
+def _trailing_comma(line: str) -> str:
+    spaced = " OR ".join(
+        f"contains({line}, {sql_literal(space + close)})" for space in " \t\r" for close in "]}"
+    )
+    return (
+        f"contains({line}, ',]') OR contains({line}, ',}}') OR "
+        f"(({spaced}) AND regexp_matches({line}, ',[ \\t\\r]+[\\]}}]'))"
+    )
+
+
+def _has_trailing_commas(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
+    for size in _OBJECT_SIZES:
+        source = f"read_ndjson_objects({sql_literal(str(path))}, maximum_object_size={size})"
+        try:
+            row = con.execute(
+                f"SELECT count(*) FROM (SELECT json::VARCHAR AS line FROM {source}) "
+                f"WHERE {_trailing_comma('line')}"
+            ).fetchone()
+        except duckdb.InvalidInputException as exc:
+            if "maximum_object_size" not in str(exc) or size == _OBJECT_SIZES[-1]:
+                raise
+            continue
+        return bool(row and row[0])
+    return False
+
+
+def _free_values(table: str) -> str:
+    """SQL: the text of every free JSON value of the staged table that could break strict JSON."""
+    flag = _SUSPECT_VALUE.format(v="t", long=2 * jsontext.MAX_DEPTH)
+    return (
+        f"SELECT t FROM (SELECT decision::VARCHAR AS t FROM {table} "
+        f"UNION ALL SELECT unnest(list_transform(assertions, lambda a: a.value::VARCHAR)) "
+        f"FROM {table} "
+        f"UNION ALL SELECT unnest(list_transform(tools, lambda x: x.input::VARCHAR)) FROM {table}"
+        f") WHERE t IS NOT NULL AND {flag}"
+    )
+
+
+def _bad_free_value(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    result = con.execute(_free_values(table))
+    while batch := result.fetchmany(1000):
+        for (text,) in batch:
+            try:
+                value = jsontext.parse(text)
+            except jsontext.JSONError:
+                return True
+            if next(jsontext.problems(value), None) is not None:
+                return True
+    return False
+
+
+def check(
+    con: duckdb.DuckDBPyConnection, table: str, path: Path, kind: str, run: str | None
+) -> None:
+    """Raise `ValidationError` (every problem, by line and field) when the staged file breaks
+    strict JSON in a way its SQL reading could not see; the caller drops the table."""
+    if kind == "jsonl" and _has_trailing_commas(con, path):
+        found = diagnose.problems_of(path, kind, run)
+        if found:
+            raise ValidationError(found)
+    if _bad_free_value(con, table):
+        diagnose.raise_diagnosis(
+            path, kind, run, fallback="a JSON value breaks strict JSON (see docs/data-model.md)"
+        )
