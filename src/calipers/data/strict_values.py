@@ -34,6 +34,15 @@ _SUSPECT_VALUE = (
 )
 
 
+# a value position holding what is not a JSON number, or one no field holds: NaN, Infinity, an
+# integer of 19 digits or more, an exponent of 3 digits. DuckDB reads these into a string field
+# (`run: NaN` became the run "NaN"); strict JSON refuses them everywhere. Inside a string these
+# characters only send the line to be read again, which then finds it clean.
+_NOT_JSON_NUMBER = (
+    "regexp_matches({v}, '[:\\[,]\\s*-?(NaN|Infinity|[0-9]{{19}}|[0-9.]+[eE][+-]?[0-9]{{3}})')"
+)
+
+
 def _trailing_comma(line: str) -> str:
     spaced = " OR ".join(
         f"contains({line}, {sql_literal(space + close)})" for space in " \t\r" for close in "]}"
@@ -45,12 +54,14 @@ def _trailing_comma(line: str) -> str:
 
 
 def _has_trailing_commas(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
+    """Whether a line has a trailing comma or a value that is not a JSON number (then the file is
+    read again in Python, which names the line and field)."""
     for size in _OBJECT_SIZES:
         source = f"read_ndjson_objects({sql_literal(str(path))}, maximum_object_size={size})"
         try:
             row = con.execute(
                 f"SELECT count(*) FROM (SELECT json::VARCHAR AS line FROM {source}) "
-                f"WHERE {_trailing_comma('line')}"
+                f"WHERE {_trailing_comma('line')} OR {_NOT_JSON_NUMBER.format(v='line')}"
             ).fetchone()
         except duckdb.InvalidInputException as exc:
             if "maximum_object_size" not in str(exc) or size == _OBJECT_SIZES[-1]:
