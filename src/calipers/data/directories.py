@@ -26,7 +26,7 @@ _SNIFF_ERRORS = (RecursionError, EOFError, OSError, UnicodeDecodeError, zlib.err
 
 def expand(path: Path, fmt: str = "auto") -> list[Path]:
     """The inputs `path` stands for: itself, or the readable files of a directory (sorted)."""
-    if not path.is_dir() or _reads_directory(path, fmt):
+    if not path.is_dir() or _an_adapter_reads(path, fmt):
         return [path]
     try:
         entries = sorted(path.iterdir())
@@ -74,7 +74,7 @@ def stem(path: Path) -> str:
         name = head
 
 
-def _reads_directory(path: Path, fmt: str) -> bool:
+def _an_adapter_reads(path: Path, fmt: str) -> bool:
     for name, (detect, _) in ADAPTERS.items():
         if fmt not in ("auto", name):
             continue
@@ -98,12 +98,5 @@ def _readable(path: Path, fmt: str) -> bool:
     kind = SAMPLE_SUFFIXES.get(suffixes[-1]) if suffixes else None
     if fmt in ("jsonl", "csv", "parquet"):
         return kind == fmt
-    for name, (detect, _) in ADAPTERS.items():
-        if fmt not in ("auto", name):
-            continue
-        try:
-            if detect(path):
-                return True
-        except _SNIFF_ERRORS:
-            continue
-    return fmt == "auto" and kind is not None
+    # a tool's file is recognised the way a tool's directory is: by its adapter's detector
+    return _an_adapter_reads(path, fmt) or (fmt == "auto" and kind is not None)
