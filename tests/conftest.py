@@ -48,7 +48,16 @@ _VALIDATED: list[str] = []
 
 
 def _schema_kind(report: dict[str, Any]) -> str | None:
-    kinds = ("compare", "rank", "run", "objective-compare", "store", "plan", "pairwise-rank")
+    kinds = (
+        "compare",
+        "rank",
+        "run",
+        "objective-compare",
+        "store",
+        "plan",
+        "pairwise-rank",
+        "watch",
+    )
     if isinstance(report.get("kind"), str) and report["kind"] in kinds:
         return str(report["kind"])
     if isinstance(report.get("scheme"), str):

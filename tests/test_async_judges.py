@@ -137,8 +137,12 @@ def test_a_cancelled_call_not_yet_started_is_never_sent_and_then_runs_before_don
                 [(judge, p, lambda result: order.append("kept")) for p in prompts]
             )
             assert [f.cancel() for f in futures[2:]] == [True, True]
+            # what had happened when the first future completed (the second call may be
+            # sent at any moment after that, so order[-1] read later would race)
+            at_done: list[list[str]] = []
+            futures[0].add_done_callback(lambda _: at_done.append(list(order)))
             first = futures[0].result(timeout=10)
-            assert order[-1] == "kept"  # the reply was kept before its future completed
+            assert at_done[0][:2] == ["sent", "kept"]  # kept before its future completed
             futures[1].result(timeout=10)
         assert first[1] is None and "score" in json.loads(first[0] or "")
     assert len(server.requests) == 2 and order == ["sent", "kept", "sent", "kept"]

@@ -78,6 +78,7 @@ def test_ten_of_ten_correct_reports_wilsons_lower_bound(make_samples: MakeSample
 
 
 @pytest.mark.slow  # simulated comparisons at the gate
+@pytest.mark.extended
 def test_a_layer_at_the_gate_does_not_regress_on_noise(make_samples: MakeSamples) -> None:
     # Two identical systems whose judge layer sits on the 3.5 gate: the old rule compared point
     # estimates and called 12–16% of these REGRESS. The gate now needs evidence.

@@ -54,6 +54,7 @@ def test_the_reduced_grid_meets_every_target() -> None:
 
 
 @pytest.mark.slow  # ~30 s on 2 cores
+@pytest.mark.extended  # xfail until issue 33 closes: make test-all (and make calibrate)
 @pytest.mark.xfail(
     reason="issue 33 (open): every coverage, false-verdict, margin and planner target of the "
     "families holds; detection at the MDE misses on concentrated and bimodal effects "

@@ -1,5 +1,6 @@
 """`calipers score --scheme rubric` and `calipers rank` end to end: reports that validate against
-the published schemas, history written to the store, and clear errors with exit 1."""
+the published schemas, history written to the store only when asked (--record-history), and
+clear errors with exit 1."""
 
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ def test_score_json_validates_and_holds_the_breakdown(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data, db, out = write(tmp_path / "e.jsonl", ROWS), tmp_path / "h.duckdb", tmp_path / "r.json"
-    code = main(["score", str(data), "--scheme", "rubric", "--db", str(db), "--json", str(out)])
+    code = main(["score", str(data), "--scheme", "rubric", "--db", str(db), "--json", str(out),
+                 "--record-history"])  # fmt: skip
     assert code == 0
     report = json.loads(out.read_text())
     jsonschema.validate(report, published("rubric", capsys))
@@ -62,10 +64,11 @@ def test_score_from_the_store_records_history_in_it(
     data, db = write(tmp_path / "e.jsonl", ROWS), tmp_path / "store.duckdb"
     assert main(["import", str(data), "--db", str(db)]) == 0
     capsys.readouterr()
-    assert main(["score", "--scheme", "rubric", "--db", str(db), "--json", "-"]) == 0
+    args = ["score", "--scheme", "rubric", "--db", str(db), "--record-history"]
+    assert main([*args, "--json", "-"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert len(report["evaluations"]) == 4
-    assert main(["score", "--scheme", "rubric", "--db", str(db), "-q"]) == 0
+    assert main([*args, "-q"]) == 0
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("SELECT count(*) FROM rubric_history").fetchall() == [(4,)]
     con.close()
@@ -75,6 +78,44 @@ def test_no_history_leaves_no_store(tmp_path: Path) -> None:
     data, db = write(tmp_path / "e.jsonl", ROWS), tmp_path / "h.duckdb"
     assert main(["score", str(data), "--scheme", "rubric", "--db", str(db), "--no-history"]) == 0
     assert not db.exists()
+    assert main(["score", str(data), "--scheme", "rubric", "--db", str(db)]) == 0  # the default
+    assert main(["rank", str(data), "--db", str(db)]) == 0
+    assert not db.exists()
+
+
+def test_scoring_the_store_leaves_it_byte_for_byte_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`score --scheme rubric` and `rank` read the store and write nothing to it (issue 34): its
+    bytes and its rows are unchanged; the terminal says, in one line, where the history would be
+    recorded and with which flag."""
+    monkeypatch.setenv("COLUMNS", "400")  # the store's path on one line
+    data, db = write(tmp_path / "e.jsonl", ROWS), tmp_path / "store.duckdb"
+    assert main(["import", str(data), "--db", str(db), "-q"]) == 0
+    before = db.read_bytes()
+    files = sorted(p.name for p in tmp_path.iterdir())
+    capsys.readouterr()
+    assert main(["score", "--scheme", "rubric", "--db", str(db)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    line = (f"note: history: not recorded (scoring writes nothing); --record-history records "
+            f"these evaluations in {db} (table rubric_history)")  # fmt: skip
+    assert out.count("history:") == 1 and line in out
+    assert main(["rank", "--db", str(db)]) == 0
+    assert "--record-history records these evaluations" in " ".join(capsys.readouterr().out.split())
+    assert main(["score", "--scheme", "rubric", "--db", str(db), "--json", "-"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["parameters"]["history"] is None and any(
+        n.startswith("history: not recorded") for n in report["notes"])  # fmt: skip
+    assert db.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == files  # no WAL, no other file
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT count(*) FROM rubric_history").fetchall() == [(0,)]
+    con.close()
+    # asked, it records, and says so
+    assert main(["score", "--scheme", "rubric", "--db", str(db), "--record-history"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"history: 4 new evaluation(s) recorded in {db}" in out
+    assert "not recorded" not in out
 
 
 def test_rank_json_validates_and_names_the_tie_break(

@@ -69,6 +69,7 @@ def terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NO_COLOR", raising=False)
 
 
+@pytest.mark.extended  # every command again: make test-all
 def test_every_command_fits_80_columns(
     terminal: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

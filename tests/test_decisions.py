@@ -47,6 +47,7 @@ def reference_rows() -> list[dict[str, Any]]:
 
 
 @pytest.mark.slow  # the full comparison of a 1,000-pair reference case
+@pytest.mark.extended
 def test_reference_case_is_non_inferior_at_margin_005(make_samples: MakeSamples) -> None:
     result = calipers.compare(
         make_samples(reference_rows()), "metric", metric="correct", baseline="A",

@@ -10,6 +10,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+import calipers
+from calipers.cli.demo import DEMO_FLIPS
 from calipers.cli.main import main
 from calipers.demo.synthetic import generate_samples
 
@@ -23,6 +25,24 @@ def test_demo_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "Layered comparison" in out and "atlas-small (control)" in out
     assert "CAUTIOUS composite +0.412" in out and "fails the gate on judge" in out
     assert (tmp_path / "demo.duckdb").exists()
+    # after each layered comparison, the samples that flipped: the counts, the largest few
+    with calipers.open(db=tmp_path / "demo.duckdb") as samples:
+        atlas = calipers.compare(samples, "layered", baseline="atlas-small",
+                                 candidates=["atlas-large"]).flips["atlas-large"]  # fmt: skip
+        assistant = calipers.compare(samples, "layered", baseline="assistant-v1",
+                                     candidates=["assistant-v2"]).flips["assistant-v2"]  # fmt: skip
+    for f in (atlas, assistant):
+        head = (f"Flips {f.treatment} against {f.control}: {f.n_regressions} regressions "
+                f"({f.kinds['regression']['stable']} stable,")  # fmt: skip
+        assert head in out
+        shown = [*f.regressions[:DEMO_FLIPS], *f.improvements[:DEMO_FLIPS]]
+        assert all(f"{x.task} · {x.sample_id} " in out for x in shown)
+        assert not any(f"{x.task} · {x.sample_id} " in out for x in f.regressions[DEMO_FLIPS:])
+    assert "the 3 largest regressions:" in out and "the 3 largest improvements:" in out
+    assert (assistant.n_regressions, assistant.n_improvements) == (0, 8)
+    # one sample per task: no task is tested on its own, and the terminal says so
+    assert "assistant-v2: none of the 12 tasks could be tested on its own" in out
+    assert "0 of 0 tasks moved" not in out
     # then the example robustness project, scaffolded and checked with the demo's seed
     assert "Robustness check" in out and "Sensitivity 1.00" in out
     check = json.loads((tmp_path / "check" / "kelvin" / "report.json").read_text())
@@ -86,6 +106,7 @@ def test_the_demo_judge_scores_content_word_recall() -> None:
 
 
 @pytest.mark.slow  # the whole demo again
+@pytest.mark.extended
 def test_demo_in_a_relative_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

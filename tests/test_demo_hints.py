@@ -18,7 +18,7 @@ import pytest
 
 BIN = Path(sys.executable).parent  # the venv's scripts, as `make demo` and the README use them
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.extended]  # the whole demo, again: make test-all
 
 
 def shell(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -80,6 +80,7 @@ def _renamed(source: Path, target: Path, names: dict[str, str]) -> None:
 
 
 @pytest.mark.slow  # two suite runs and three comparisons, as commands
+@pytest.mark.extended
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_the_workflow_steps_run_as_written(tmp_path: Path) -> None:
     evaluate = step("Run the evaluation")["run"]

@@ -97,7 +97,11 @@ def test_the_table_names_every_harness_the_section_speaks_of() -> None:
 
 @pytest.mark.slow  # six commands per harness, as processes
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
-@pytest.mark.parametrize("harness", ["inspect_ai", "lm-evaluation-harness", "promptfoo"])
+@pytest.mark.parametrize(
+    "harness",
+    ["inspect_ai", *(pytest.param(h, marks=pytest.mark.extended)
+                     for h in ("lm-evaluation-harness", "promptfoo"))],
+)  # fmt: skip
 def test_each_harness_compares_as_documented(tmp_path: Path, harness: str) -> None:
     metric = metrics()[harness]
     _directories(harness, tmp_path)

@@ -153,6 +153,21 @@ def test_readme_from_python_runs() -> None:
         exec(compile(code, "README.md", "exec"), {"__name__": "__readme__"})
 
 
+def test_readme_quotes_what_the_code_prints() -> None:
+    """Every value a README or doc comment quotes (doc_examples.QUOTES) is what the code gives
+    now: the README's `result.reason` comment ran as written (`--write-quotes` rewrites them)."""
+    import doc_examples
+
+    assert doc_examples.QUOTES
+    for quote in doc_examples.QUOTES:
+        found = quote.found().groupdict()
+        now = quote.now()
+        assert found == now, (
+            f"{quote.file} quotes {found}, the code gives {now}: "
+            "python tests/doc_examples.py --write-quotes"
+        )
+
+
 def write() -> None:
     """Rewrite the doc's text blocks with what the code prints now (a block that prints nothing
     gets none)."""

@@ -72,6 +72,7 @@ def test_run_on_ray_matches_the_thread_pool_and_keeps_files_on_the_driver(suite:
     assert KEY.encode() not in kept
 
 
+@pytest.mark.extended  # a second Ray instance: make test-all
 def test_check_on_ray_gives_the_local_numbers(tmp_path: Path) -> None:
     project = tmp_path / "project"
     assert main(["init", str(project)]) == 0

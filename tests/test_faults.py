@@ -114,7 +114,10 @@ def reference(tmp_path_factory: pytest.TempPathFactory, imported: Path) -> dict[
     return judged
 
 
-@pytest.mark.parametrize("kill_after", [0, 2, 5, 7, 10, 12, 15, 17, 20, 22])
+@pytest.mark.parametrize(
+    "kill_after",
+    [0, 15, *(pytest.param(k, marks=pytest.mark.extended) for k in (2, 5, 7, 10, 12, 17, 20, 22))],
+)  # the other moments: make test-all
 def test_kill_9_while_judging_repeats_only_calls_in_flight(
     tmp_path: Path, imported: Path, reference: dict[str, list[Any]], kill_after: int
 ) -> None:

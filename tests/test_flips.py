@@ -9,6 +9,7 @@ import html as htmllib
 import io
 import json
 import re
+import shutil
 import zipfile
 from collections import defaultdict
 from pathlib import Path
@@ -60,45 +61,69 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
-def _inspect_records() -> tuple[str, dict[str, dict[tuple[str, int], dict[str, Any]]]]:
-    """The task and, per log, each (sample id, epoch) entry, read straight from the .eval zips."""
+def _inspect_records(
+    logs: dict[str, Path],
+) -> tuple[str, dict[str, dict[tuple[str, int], dict[str, Any]]]]:
+    """The task and, per run (its log), each (sample id, epoch) entry, read straight from the
+    .eval zips."""
     from test_import_inspect import member  # zstd or deflate, independently of the importer
 
     records: dict[str, dict[tuple[str, int], dict[str, Any]]] = {}
-    for run, name in ((BASE, "run-a.eval"), (CAND, "run-b.eval")):
-        with zipfile.ZipFile(INSPECT / name) as archive:
+    for run, path in logs.items():
+        with zipfile.ZipFile(path) as archive:
             entries = [n for n in archive.namelist() if re.fullmatch(r"samples/[^/]+\.json", n)]
         records[run] = {}
         for entry in entries:
-            sample = member(INSPECT / name, entry)
+            sample = member(path, entry)
             records[run][(str(sample["id"]), int(sample["epoch"]))] = sample
-    task = member(INSPECT / "run-a.eval", "header.json")["eval"]["task"]
+    (task,) = {member(path, "header.json")["eval"]["task"] for path in logs.values()}
     return task, records
 
 
+# Two logs of two models (run names from the logs), and two log directories of one model, as two
+# versions of a prompt leave them (inspect names both runs after the model, so the directories
+# name them), compared in one command: `compare v1 --vs v2`.
+SETUPS = {
+    "two models": ((BASE, "run-a.eval"), (CAND, "run-b.eval")),
+    "one model, two directories": (("v1", "run-a.eval"), ("v2", "prompt-v2.eval")),
+}
+
+
+@pytest.mark.parametrize("setup", list(SETUPS))
 def test_flips_of_two_inspect_logs_match_a_count_from_the_logs(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    task, records = _inspect_records()
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    setup: str,
+) -> None:  # fmt: skip
+    (base, base_log), (cand, cand_log) = SETUPS[setup]
+    task, records = _inspect_records({base: INSPECT / base_log, cand: INSPECT / cand_log})
     passed = {run: {k: float(s["scores"]["match"]["value"] == "C") for k, s in r.items()}
               for run, r in records.items()}  # fmt: skip
-    ids = sorted({sid for sid, _ in passed[BASE]})
-    epochs = {sid: sorted(e for s, e in passed[BASE] if s == sid) for sid in ids}
-    means = {sid: (_mean([passed[BASE][sid, e] for e in epochs[sid]]),
-                   _mean([passed[CAND][sid, e] for e in epochs[sid]])) for sid in ids}  # fmt: skip
+    ids = sorted({sid for sid, _ in passed[base]})
+    epochs = {sid: sorted(e for s, e in passed[base] if s == sid) for sid in ids}
+    means = {sid: (_mean([passed[base][sid, e] for e in epochs[sid]]),
+                   _mean([passed[cand][sid, e] for e in epochs[sid]])) for sid in ids}  # fmt: skip
     table = _table(means)
     down = {sid for sid, (b, c) in means.items() if c < b}
     up = {sid for sid, (b, c) in means.items() if c > b}
     stable = {sid for sid in down | up
-              if all((passed[CAND][sid, e] - passed[BASE][sid, e]) * (means[sid][1] - means[sid][0])
+              if all((passed[cand][sid, e] - passed[base][sid, e]) * (means[sid][1] - means[sid][0])
                      > 0 for e in epochs[sid])}  # fmt: skip
     assert table["only_baseline"] + table["only_candidate"] > 0 and down and up  # a real test
 
-    files = [str(INSPECT / "run-a.eval"), str(INSPECT / "run-b.eval")]
-    args = ["compare", *files, "--scheme", "metric", "--metric", "match", "--baseline", BASE,
-            "--candidate", CAND, "--flips", "2"]  # fmt: skip
+    if setup == "two models":
+        files = [str(INSPECT / base_log), str(INSPECT / cand_log)]
+        args = ["compare", *files, "--scheme", "metric", "--metric", "match", "--baseline", base,
+                "--candidate", cand, "--flips", "2"]  # fmt: skip
+    else:  # each log in a directory of its own, the directories compared in one command
+        monkeypatch.chdir(tmp_path)
+        for run, log in SETUPS[setup]:
+            (tmp_path / run).mkdir()
+            shutil.copy(INSPECT / log, tmp_path / run)
+        args = ["compare", base, "--vs", cand, "--scheme", "metric", "--metric", "match",
+                "--flips", "2"]  # fmt: skip
     terminal, report, markdown, page = _cli(args, tmp_path, capsys, "inspect")
     assert report["schema_version"] == "2"
+    assert (report["control"], report["pairs"][0]["treatment"]) == (base, cand)
     (f,) = report["flips"]
     assert f["outcome"] == "pass/fail" and f["table"] == table
     assert (f["n_samples"], f["up"], f["down"]) == (len(ids), len(up), len(down))
@@ -111,10 +136,10 @@ def test_flips_of_two_inspect_logs_match_a_count_from_the_logs(
         assert [e["epoch"] for e in x["epochs"]] == epochs[sid]
         # the text shown is the epoch that moved most that way (the first of equals)
         sign = 1 if x["direction"] == "improvement" else -1
-        moves = [sign * (passed[CAND][sid, e] - passed[BASE][sid, e]) for e in epochs[sid]]
+        moves = [sign * (passed[cand][sid, e] - passed[base][sid, e]) for e in epochs[sid]]
         shown = epochs[sid][moves.index(max(moves))]
         assert x["epoch"] == shown
-        b, c = records[BASE][sid, shown], records[CAND][sid, shown]
+        b, c = records[base][sid, shown], records[cand][sid, shown]
         assert x["baseline_output"] == b["output"]["completion"]
         assert x["candidate_output"] == c["output"]["completion"]
         target = b["target"]  # a list target is its lines, as the importer reads it
@@ -129,7 +154,10 @@ def test_flips_of_two_inspect_logs_match_a_count_from_the_logs(
             f"{table['only_baseline']} · only the candidate {table['only_candidate']} · neither "
             f"{table['neither']}")  # fmt: skip
     assert line in flat
-    assert f"{len(down)} regression{'s' if len(down) != 1 else ''} (" in flat
+    kinds = {k: sum(1 for sid in down if (sid in stable) == (k == "stable"))
+             for k in ("stable", "flaky")}  # fmt: skip
+    assert (f"Flips {cand} against {base}: {len(down)} regression{'s' if len(down) != 1 else ''} "
+            f"({kinds['stable']} stable, {kinds['flaky']} flaky,") in flat  # fmt: skip
     assert "the 2 largest regressions:" in flat or len(down) < 2
     top = f["regressions"][0]
     assert f"▼ {task} · {top['sample_id']} " in flat
@@ -143,15 +171,25 @@ def test_flips_of_two_inspect_logs_match_a_count_from_the_logs(
     cells = re.findall(r"<td>baseline passes</td><td>(\d+)</td><td>(\d+)</td>", page)
     assert cells == [(str(table["both_pass"]), str(table["only_baseline"]))]
 
-    with calipers.open(files) as samples:
-        result = calipers.compare(samples, "metric", baseline=BASE, candidates=[CAND],
-                                  metric="match")  # fmt: skip
+    if setup == "two models":
+        with calipers.open(files) as samples:
+            result = calipers.compare(samples, "metric", baseline=base, candidates=[cand],
+                                      metric="match")  # fmt: skip
+    else:
+        samples, sides = calipers.open_sides(tmp_path / base, tmp_path / cand)
+        assert (sides.baseline, sides.candidate) == (base, cand)
+        with samples:
+            result = calipers.compare(samples, "metric", baseline=base, candidates=[cand],
+                                      metric="match")  # fmt: skip
     frame = result.to_frame("sample")
     assert len(frame) == len(ids) and set(frame["sample_id"]) == set(ids)
     combos = frame.groupby(["baseline_pass", "candidate_pass"]).size().to_dict()
+    assert combos.get((True, True), 0) == table["both_pass"]
     assert combos.get((True, False), 0) == table["only_baseline"]
     assert combos.get((False, True), 0) == table["only_candidate"]
-    assert result.flips[CAND].n_regressions == len(down)
+    assert result.flips[cand].n_regressions == len(down)
+    assert result.flips[cand].n_improvements == len(up)
+    assert {x.sample_id for x in result.flips[cand].regressions} == down
 
 
 # ------------------------------------------------------------------------ the demo store
@@ -504,8 +542,12 @@ def test_docs_flips_is_what_the_code_prints() -> None:
     import doc_examples
 
     block = doc_examples.example_block("flips")
-    assert block == doc_examples.load_example("flips").render()
+    assert block == doc_examples.rendered("flips")
     assert "only the baseline 3 · only the candidate 1" in block  # the logs' count, by hand
+    # the two directories of one model, compared in one command
+    block = doc_examples.example_block("flips", "one-model")
+    assert block == doc_examples.rendered("flips", "one-model")
+    assert "only the baseline 2 · only the candidate 1" in block  # run-a → prompt-v2, by hand
 
 
 def test_fisher_greater_is_scipys_one_sided_fisher() -> None:

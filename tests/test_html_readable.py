@@ -19,7 +19,7 @@ from calipers.render.html import _environment
 from page_checks import open_everything, overlapping_text, text_sizes
 from page_data import PAGES, RUNS, build_pages
 
-pytestmark = pytest.mark.slow  # a browser page each
+pytestmark = [pytest.mark.slow, pytest.mark.extended]  # a browser page each: make test-all
 
 DOCS = Path(__file__).parent.parent / "docs"
 MIN_PX = 9.0

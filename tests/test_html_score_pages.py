@@ -107,14 +107,15 @@ def test_rubric_page_shows_breakdowns_grades_and_history(chromium: Any, tmp_path
     rows = [rubric_row("agent", f"s{i}", 7 + (i % 3) * 0.5, task="triage") for i in range(8)]
     first = tmp_path / "first.jsonl"
     first.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert main(["score", str(first), "--scheme", "rubric", "--db", str(db), "-q"]) == 0
+    assert main(["score", str(first), "--scheme", "rubric", "--db", str(db), "-q",
+                 "--record-history"]) == 0  # fmt: skip
     hostile = [
         rubric_row(HOSTILE[1], HOSTILE[2], 3.0, task="triage", red_flags=["invented_api"]),
         rubric_row("agent", "late", 9.0, task="triage", bonuses=["adds_tests"]),
     ]
     second = tmp_path / "second.jsonl"
     second.write_text("".join(json.dumps(r) + "\n" for r in hostile))
-    code = main(["score", str(second), "--scheme", "rubric", "--db", str(db),
+    code = main(["score", str(second), "--scheme", "rubric", "--db", str(db), "--record-history",
                  "--html", str(html), "--json", str(out), "-q"])  # fmt: skip
     assert code == 0
     report = json.loads(out.read_text())

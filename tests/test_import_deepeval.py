@@ -188,7 +188,7 @@ def test_calipers_import_and_score_end_to_end(tmp_path: Path, capsys: Any) -> No
     db = str(tmp_path / "s.duckdb")
     files = [str(path_of("model-a")), str(path_of("model-b"))]
     assert main(["import", *files, "--db", db]) == 0
-    assert "Imported 12 samples" in capsys.readouterr().out
+    assert "Imported 12 observations" in capsys.readouterr().out
     out = tmp_path / "score.json"
     args = ["score", "--db", db, "--scheme", "metric", "--metric", "token_overlap"]
     assert main([*args, "--json", str(out), "-q"]) == 0

@@ -23,6 +23,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "importers" / "inspect"
 LOGS = (
     "run-a.eval",
     "run-b.eval",
+    "prompt-v2.eval",
     "errors.eval",
     "small.json",
     "small.eval",
@@ -343,7 +344,7 @@ def test_importing_a_log_with_slashed_ids_counts_every_sample(
 ) -> None:
     path = FIXTURES / "slash-ids.eval"
     assert main(["import", str(path), "--db", str(tmp_path / "db.duckdb")]) == 0
-    assert "Imported 24 samples" in capsys.readouterr().out
+    assert "Imported 24 observations" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("name", ["graded.eval", "graded-roles.eval"])

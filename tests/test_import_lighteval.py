@@ -195,7 +195,7 @@ def test_calipers_import_and_compare_end_to_end(tmp_path: Path, capsys: Any) -> 
     difference is the difference of lighteval's own accuracies."""
     db = str(tmp_path / "s.duckdb")
     assert main(["import", str(FIXTURES), "--db", db]) == 0
-    assert "Imported 24 samples" in capsys.readouterr().out
+    assert "Imported 24 observations" in capsys.readouterr().out
     out = tmp_path / "compare.json"
     args = ["compare", "--db", db, "--scheme", "metric", "--metric", "acc"]
     args += ["--control", "model-a", "--treatment", "model-b", "--gate", "none"]

@@ -283,7 +283,7 @@ def test_calipers_import_finds_it_by_its_content(
     monkeypatch.setitem(ADAPTERS, "promptfoo", (promptfoo.detect, promptfoo.read_rows))
     assert main(["import", str(MAIN), "--db", str(tmp_path / "db.duckdb")]) == 0
     captured = capsys.readouterr()
-    assert "Imported 24 samples" in captured.out and "warning" not in captured.err.lower()
+    assert "Imported 24 observations" in captured.out and "warning" not in captured.err.lower()
 
 
 def test_tests_that_cannot_be_told_apart_are_refused(tmp_path: Path) -> None:
@@ -393,7 +393,7 @@ def test_promptfoo_json_lines_are_read_like_the_json(
     assert sum(r.get("correct") is True for r in from_lines) == stats["successes"]
     # `calipers import results.jsonl`: recognised by its content, not read as calipers' own.
     assert main(["import", str(WEIGHTS_JSONL), "--db", str(tmp_path / "db.duckdb")]) == 0
-    assert "Imported 12 samples" in capsys.readouterr().out
+    assert "Imported 12 observations" in capsys.readouterr().out
 
 
 def test_bad_promptfoo_json_lines_name_the_line(tmp_path: Path) -> None:

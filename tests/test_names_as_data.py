@@ -106,8 +106,8 @@ def test_hostile_names_in_every_scheme_view(
     example: str,
     args: list[str],
 ) -> None:
-    # rubric scoring records its history in the default store, .calipers/ in the working
-    # directory: the test's own, not the checkout's (shared by parallel test workers)
+    # the default store is .calipers/ in the working directory (rubric scoring names it in its
+    # note): the test's own, not the checkout's (shared by parallel test workers)
     monkeypatch.chdir(tmp_path)
     data = _renamed(tmp_path, example, [MARKUP, LINK, MATH], [MATH, BELL, MARKUP])
     given = {"data": str(data), "rubric": str(EXAMPLES / "rubric.yaml")}

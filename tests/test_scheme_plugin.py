@@ -253,6 +253,7 @@ def test_schemes_lists_the_plugin(plugin: Plugin) -> None:
     assert "reasonscore" in line  # the built-ins are still there
 
 
+@pytest.mark.extended  # a process more: make test-all
 def test_score_prints_a_table_of_the_runs(plugin: Plugin) -> None:
     done = score(plugin)
     assert done.returncode == 0, done.stderr
@@ -274,6 +275,7 @@ def test_score_json_is_the_plugins_document(plugin: Plugin) -> None:
         assert row == pytest.approx(expected(run))
 
 
+@pytest.mark.extended  # a process more: make test-all
 def test_an_option_the_plugin_does_not_take_is_refused(plugin: Plugin) -> None:
     out = plugin.work / "refused.json"
     done = score(plugin, "--z", "2", "--json", str(out))
@@ -287,6 +289,7 @@ def test_an_option_the_plugin_does_not_take_is_refused(plugin: Plugin) -> None:
     assert ranked.returncode == 1 and "does not rank runs" in ranked.stderr
 
 
+@pytest.mark.extended  # a process more: make test-all
 def test_an_option_the_plugin_takes_is_passed_on(plugin: Plugin) -> None:
     done = score(plugin, "--confidence", "0.9", "--json", "-")
     assert done.returncode == 0, done.stderr
@@ -301,11 +304,12 @@ def test_an_option_the_plugin_takes_is_passed_on(plugin: Plugin) -> None:
 @pytest.mark.parametrize(
     ("candidate", "gate", "code", "verdict"),
     [
-        ("b", "no-regress", 0, "PROGRESS"),
         ("b", "ship", 0, "PROGRESS"),
-        ("c", "no-regress", 3, "REGRESS"),
-        ("c", "none", 0, "REGRESS"),
         (HOSTILE, "ship", 3, "NOISE"),
+        # the other gates (a process each): make test-all
+        pytest.param("b", "no-regress", 0, "PROGRESS", marks=pytest.mark.extended),
+        pytest.param("c", "no-regress", 3, "REGRESS", marks=pytest.mark.extended),
+        pytest.param("c", "none", 0, "REGRESS", marks=pytest.mark.extended),
     ],
 )
 def test_compare_follows_the_plugins_gates(
@@ -359,6 +363,7 @@ def test_score_page(plugin: Plugin, chromium: Any, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_compare_page(plugin: Plugin, chromium: Any, tmp_path: Path) -> None:
     html = tmp_path / "compare.html"
     done = compare(plugin, "--candidate", "b", "--candidate", HOSTILE, "--html", str(html), "-q")
@@ -371,6 +376,7 @@ def test_compare_page(plugin: Plugin, chromium: Any, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_store_report_has_a_pass_rate_section(
     plugin: Plugin, chromium: Any, tmp_path: Path
 ) -> None:

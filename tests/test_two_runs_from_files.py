@@ -125,8 +125,10 @@ def test_import_and_compare_read_a_log_directory(
                  "-q"]) == 0  # fmt: skip
     capsys.readouterr()
     assert main(["runs", "--db", "d.duckdb", "--json"]) == 0
-    runs = {r["run"]: r["samples"] for r in json.loads(capsys.readouterr().out)}
-    assert runs == {"v1": 30, "v2": 16}
+    runs = {
+        r["run"]: (r["samples"], r["observations"]) for r in json.loads(capsys.readouterr().out)
+    }
+    assert runs == {"v1": (12, 30), "v2": (8, 16)}  # distinct samples; each epoch's observations
     # `compare DIR` and `calipers.open(DIR)`: the files in it (logs.json left out)
     code, report, err = _compare(capsys, "logs/v1")
     assert code == 0 and "the only run in logs/v1" in err

@@ -2,7 +2,8 @@
 the samples that flipped — on two inspect_ai logs of one task and on the demo's data, printed by
 the code as `calipers compare` prints them.
 
-    python docs/examples/flips_example.py   # prints the doc's output, from the code
+    python docs/examples/flips_example.py             # prints the doc's output, from the code
+    python docs/examples/flips_example.py one-model   # the two directories of one model
 
 tests/test_flips.py checks that the doc shows exactly what this prints.
 """
@@ -70,8 +71,42 @@ def render() -> str:
     console.print(text[start : text.index("* significant")].rstrip(), markup=False,
                   highlight=False)  # fmt: skip
     flips_terminal(demo.to_dict(), console, top=1)
-    return out.getvalue()
+    return "```text\n" + out.getvalue() + "```\n"
+
+
+def one_model() -> str:
+    """Two log directories of one model (run-a.eval in v1/, prompt-v2.eval in v2/) compared in
+    one command, as the CLI prints it at 100 columns: the note naming the sides, and the flips."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    command = ["compare", "v1", "--vs", "v2", "--scheme", "metric", "--metric", "match",
+               "--gate", "none", "--flips", "1", "--html", "compare.html"]  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        for side, log in (("v1", "run-a.eval"), ("v2", "prompt-v2.eval")):
+            (Path(tmp) / side).mkdir()
+            shutil.copy(LOGS / log, Path(tmp) / side)
+        env = {**os.environ, "COLUMNS": "100", "NO_COLOR": "1"}
+        env.pop("FORCE_COLOR", None)
+        done = subprocess.run([sys.executable, "-m", "calipers", *command], cwd=tmp, env=env,
+                              capture_output=True, text=True, check=True)  # fmt: skip
+    notes = [line for line in done.stderr.splitlines() if line.startswith("note:")]
+    flips = done.stdout[done.stdout.index("Flips ") :]
+    return "".join([
+        "```text\n",
+        "$ ls v1 v2   # tests/fixtures/importers/inspect/{run-a,prompt-v2}.eval: one model\n",
+        "v1:\nrun-a.eval\n\nv2:\nprompt-v2.eval\n",
+        f"$ calipers {' '.join(command)}   # in part\n",
+        *(f"{line}\n" for line in notes),
+        "…\n",
+        flips,
+        "```\n",
+    ])  # fmt: skip
 
 
 if __name__ == "__main__":
-    print(render(), end="")
+    import sys
+
+    print(one_model() if sys.argv[1:] == ["one-model"] else render(), end="")

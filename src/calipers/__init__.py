@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         open_sides,
         plan,
         score,
+        watch,
     )
     from calipers.errors import CalipersError, DataError, GateFailed, InputError, ValidationError
 
@@ -41,8 +42,12 @@ __all__ = [
     "open_sides",
     "plan",
     "score",
+    "watch",
 ]
-_API = {"Samples", "available_schemes", "compare", "load", "open", "open_sides", "plan", "score"}
+_API = {
+    "Samples", "available_schemes", "compare", "load", "open", "open_sides", "plan", "score",
+    "watch",
+}  # fmt: skip
 _ERRORS = {"CalipersError", "DataError", "GateFailed", "InputError", "ValidationError"}
 
 

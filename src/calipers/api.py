@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Samples", "available_schemes", "compare", "load", "open", "open_sides", "plan", "score",
+    "watch",
 ]  # fmt: skip
 
 
@@ -345,6 +346,46 @@ def compare(
     return get_scheme(scheme).compare(
         _samples(samples), baseline=baseline, candidates=list(candidates), **options
     )
+
+
+def watch(
+    samples: SampleSet | str | Path | Any,
+    scheme: str = "metric",
+    *,
+    baseline: str,
+    candidates: Sequence[str] = (),
+    design: str = "sequence",
+    n_planned: int | None = None,
+    order: str = "arrival",
+    every: int = 1,
+    **options: Any,
+) -> Comparison:
+    """Compare `candidates` with `baseline` as the data arrive: a sequential decision, valid
+    however often it is looked at (docs/sequential.md). `design`: "sequence" (a betting
+    confidence sequence, no planned size), "hybrid" (a sequence at every unit plus the exact
+    fixed test at `n_planned`), "obf" / "pocock" (group-sequential looks, "pocock:5"). The
+    units are taken in `order`: "arrival" (the order the rows were written) or "random" (a
+    permutation drawn from `seed`). The result has the verdict, where each pair stopped and
+    what it saved, `to_dict()`, `to_frame("pair" | "path")` and `gate_failure(gate)`."""
+    if isinstance(candidates, str):
+        raise InputError(
+            "`candidates` is a list of run names, not one string",
+            hint=f"Write candidates=[{candidates!r}].",
+            parameters=["candidates"],
+        )
+    chosen = get_scheme(scheme)
+    method = getattr(chosen, "watch", None)
+    if method is None:
+        raise InputError(
+            f"the scheme '{scheme}' has no sequential comparison",
+            hint="Watch with the metric or layered scheme.",
+            parameters=["scheme"],
+        )
+    result: Comparison = method(
+        _samples(samples), baseline=baseline, candidates=list(candidates), design=design,
+        n_planned=n_planned, order=order, every=every, **options,
+    )  # fmt: skip
+    return result
 
 
 def plan(

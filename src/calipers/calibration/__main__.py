@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from calipers.calibration import engine, report, studies
+from calipers.calibration import engine, report, sequential_report, studies
 from calipers.calibration.aggregate import Targets, assess_all
 from calipers.calibration.grid import (
     GROUPS,
@@ -71,9 +71,21 @@ def main(argv: list[str] | None = None) -> int:
         "--sections-only", action="store_true",
         help="only put the studies' sections into the page --out (no grid is run)",
     )  # fmt: skip
+    parser.add_argument(
+        "--sequential", action="store_true",
+        help="the sequential designs' grid (issue 36) instead of the main one: its JSON "
+        f"(--json, default {sequential_report.SEQUENTIAL_JSON}) and its section of --out",
+    )  # fmt: skip
+    parser.add_argument(
+        "--sequential-json", type=Path, default=sequential_report.SEQUENTIAL_JSON,
+        help="the sequential grid's figures, for its section of the page the main grid writes "
+        f"(default {sequential_report.SEQUENTIAL_JSON})",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.sections_only:
-        return _sections_only(args.out, args.ppi_json, args.rank_json)
+        return _sections_only(args.out, args.ppi_json, args.rank_json, args.sequential_json)
+    if args.sequential:
+        return _sequential(args)
 
     grid = "reduced" if args.reduced else "full"
     cells = reduced_grid() if args.reduced else full_grid()
@@ -116,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     text = report.markdown(reports, **common)
     text = studies.splice(text, studies.sections(args.ppi_json, args.rank_json))
+    text = sequential_report.splice(text, sequential_report.generated(args.sequential_json))
     if args.out:
         report.write(args.out, text)
     if args.json:
@@ -133,7 +146,89 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if args.check and failed else 0
 
 
-def _sections_only(out: Path | None, ppi: Path, ranks: Path) -> int:
+def _sequential(args: argparse.Namespace) -> int:
+    """The sequential grid: run, write its JSON, put its section into --out."""
+    import json
+
+    from calipers.calibration import sequential
+
+    cells = sequential.reduced_grid() if args.reduced else sequential.full_grid()
+    settings = sequential.REDUCED if args.reduced else sequential.SeqSettings()
+    changes = {"seed": args.seed, "reps_null": args.reps_null, "reps_alt": args.reps_alt}
+    settings = sequential.SeqSettings(
+        **{**settings.__dict__, **{k: v for k, v in changes.items() if v is not None}}
+    )
+    if args.only:
+        texts = [t for t in args.only.split(",") if t]
+        cells = [c for c in cells if any(t in c.id for t in texts)]
+
+    def progress(result: dict[str, object], done: int, total: int) -> None:
+        cell = result["cell"]
+        assert isinstance(cell, dict)
+        print(f"[{done}/{total}] {cell['id']}: {result['wall_s']:.1f} s", file=sys.stderr)
+
+    start = time.perf_counter()
+    results = sequential.run_grid(cells, settings, jobs=args.jobs, progress=progress)
+    wall = time.perf_counter() - start
+    allowance = args.allowance if args.allowance is not None else (2.0 if args.reduced else 0.0)
+    noise = 2.0 if args.noise is None else args.noise
+    body = {
+        "machine": _machine(),
+        "grid": "reduced" if args.reduced else "full",
+        "seed": settings.seed,
+        "reps_null": settings.reps_null,
+        "reps_alt": settings.reps_alt,
+        "jobs": args.jobs,
+        "wall_s": wall,
+        "allowance": allowance,
+        "noise": noise,
+        "look_cost_ms": sequential.look_cost(n=300 if args.reduced else 1000),
+        "cells": results,
+    }
+    path = args.json or sequential_report.SEQUENTIAL_JSON
+    report.write(path, json.dumps(body, indent=1, ensure_ascii=False) + "\n")
+    if args.out:
+        page = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
+        report.write(args.out, sequential_report.splice(page, sequential_report.generated(path)))
+    verdict = sequential_report.assess(results, allowance=allowance, noise=noise)
+    print(
+        f"{verdict['checks'] - len(verdict['failed'])} of {verdict['checks']} checks pass "
+        f"({len(verdict['noisy'])} within noise); wall {wall:.0f} s; wrote {path}"
+    )
+    for c in verdict["failed"]:
+        print(f"FAIL {c.describe()}")
+    for c in verdict["noisy"]:
+        print(f"within noise {c.describe()}")
+    for cell_id in verdict["irreproducible"]:
+        print(f"FAIL {cell_id}: the same seed gave different stops")
+    bad = verdict["failed"] or verdict["irreproducible"]
+    return 1 if args.check and bad else 0
+
+
+def _machine() -> dict[str, object]:
+    """The date and machine, as the benchmarks record them."""
+    import os
+    import platform
+    from datetime import UTC, datetime
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "platform": platform.platform(),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+    }
+
+
+def _sections_only(out: Path | None, ppi: Path, ranks: Path, sequential_json: Path) -> int:
     """The studies' sections put into the existing page `out`, the rest of it unchanged."""
     if out is None:
         print("error: --sections-only needs --out PAGE (the page to update)", file=sys.stderr)
@@ -150,8 +245,14 @@ def _sections_only(out: Path | None, ppi: Path, ranks: Path) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    report.write(out, studies.splice(out.read_text(encoding="utf-8"), generated))
-    print(f"wrote the studies' sections into {out} (from {ppi} and {ranks})")
+    page = studies.splice(out.read_text(encoding="utf-8"), generated)
+    try:
+        page = sequential_report.splice(page, sequential_report.generated(sequential_json))
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    report.write(out, page)
+    print(f"wrote the studies' sections into {out} (from {ppi}, {ranks} and {sequential_json})")
     return 0
 
 

@@ -82,8 +82,28 @@ def store_rows(run: CheckRun, db: Path) -> int:
     default=None,
     help="Output directory (default: kelvin/ beside the config, as kelvin).",
 )
+@click.option(
+    "--pipeline-version",
+    default=None,
+    metavar="V",
+    help="The pipeline's version, part of every cached output's key (as `calipers run`): a new "
+    "version is invoked again, never served the old outputs.",
+)
+@click.option(
+    "--pipeline-env",
+    multiple=True,
+    metavar="NAME",
+    help="An environment variable the pipeline reads (repeatable): its value is part of every "
+    "cached output's key.",
+)
 @click.option("--run", "run_name", default=None, help="Run name in the store (default: check).")
-@click.option("--no-store", is_flag=True, help="Do not record the samples in the store.")
+@click.option(
+    "--no-store",
+    is_flag=True,
+    help="Do not record the check's samples in the store (--db). By default they are stored, as "
+    "`calipers run` stores its run: check runs the pipeline, and its run is kept to be scored and "
+    "compared later; the last line says where.",
+)
 @json_option
 @html_option
 @markdown_option
@@ -97,6 +117,8 @@ def check(
     jobs: int | None,
     no_cache: bool,
     out: Path | None,
+    pipeline_version: str | None,
+    pipeline_env: tuple[str, ...],
     run_name: str | None,
     no_store: bool,
     json_out: str | None,
@@ -108,6 +130,11 @@ def check(
 ) -> None:
     """Perturb each case (reorder, pad, swap, as kelvin) and measure whether the pipeline's
     decision follows the evidence: invariance, sensitivity and K, with intervals over cases.
+
+    Like `calipers run`, check runs the pipeline and stores its samples in the store (--db) as
+    run `check` (or --run), to score and compare later; --no-store leaves the store untouched.
+    Cached outputs are reused only for the same run, command, files under the pipeline script's
+    directory, --pipeline-version and --pipeline-env values (docs/running.md).
 
     --markdown PATH|- writes a compact summary (the signals with their intervals and bands, the
     diagnostic, the cases that moved, seed and counts) for a pull request comment or
@@ -123,6 +150,7 @@ def check(
     options = CheckOptions(
         only=only, seed=seed, workers=jobs, use_cache=not no_cache, out=out,
         run_name=run_name or "check", progress=None if not is_quiet() else False,
+        pipeline_version=pipeline_version, pipeline_env=pipeline_env,
         executor="ray" if executor == "ray" else "local", ray_address=ray_address,
     )  # fmt: skip
     try:
@@ -175,9 +203,10 @@ def check(
     for line in [*result.warnings, *result.notes]:
         console.print(f"[yellow]note:[/] {escape(line)}", highlight=False)
     where = (
-        f"; {stored} samples in {escape(str(db))} (run {escape(result.result.run)})"
-        if stored
-        else ""
+        "; not stored (--no-store)"
+        if no_store
+        else f"; {stored} samples stored in {escape(str(db))} as run "
+        f"'{escape(result.result.run)}' (--no-store skips this)"
     )
     console.print(
         f"[dim]seed {result.seed} · {result.invocations} pipeline invocations, "

@@ -33,6 +33,7 @@ from calipers.cli.output import emit
 from calipers.errors import GateFailed, InputError
 from calipers.render.changes import FLIPS_SHOWN, flips_terminal
 from calipers.render.markdown import compare_markdown
+from calipers.render.sequential import sequential_lines
 from calipers.render.text import escape
 from calipers.schemes import available, get_scheme
 from calipers.verdicts.flips import LISTED
@@ -130,6 +131,15 @@ from calipers.verdicts.flips import LISTED
     help="Exit 3 on REGRESS (no-regress), unless PROGRESS / promoted (ship), unless every "
     "treatment is non-inferior or better at --margin (non-inferior), or never.",
 )
+@click.option(
+    "--sequential",
+    is_flag=True,
+    default=False,
+    help="layered, metric: also give the anytime-valid interval of each pair (a betting "
+    "confidence sequence over the samples in the order they were written), the one to read "
+    "when the runs are still growing and you will look again (docs/sequential.md; `calipers "
+    "watch` decides and stops on it).",
+)
 @map_option
 @json_option
 @html_option
@@ -150,6 +160,7 @@ def compare_command(
     db: Path,
     by: str | None,
     flips: int,
+    sequential: bool,
     **params: Any,
 ) -> None:  # fmt: skip
     """Compare runs of FILE (read directly; several files are read together, as one import
@@ -167,9 +178,10 @@ def compare_command(
     the promote decision; --gate ship passes only when the candidate is promoted.
 
     layered and metric also show what changed: every task's difference with its interval,
-    adjusted p and n, and the samples that flipped (the 2×2 table of pass/fail samples or the
-    quantiles of the changes, regressions and improvements by class — stable, flaky,
-    judge-only, error — where they concentrate, and the --flips N largest with their text).
+    adjusted p and paired samples, and the samples that flipped (the 2×2 table of pass/fail
+    samples or the quantiles of the changes, regressions and improvements by class — stable,
+    flaky, judge-only, error — where they concentrate, and the --flips N largest with their
+    text).
 
     --markdown PATH|- writes a compact summary (verdict, interval, margin decision, the tasks
     that moved and every task's numbers, seed, samples, the flips folded in a <details> block)
@@ -208,14 +220,27 @@ def compare_command(
         result = api.compare(
             samples, scheme.name, baseline=baseline, candidates=list(candidates), **options
         )
+        anytime = None
+        if sequential:
+            if scheme.name not in ("layered", "metric"):
+                raise InputError(f"--sequential: the {scheme.name} scheme has no sequence",
+                                 hint="Use --scheme metric or layered.")  # fmt: skip
+            anytime = api.watch(
+                samples, scheme.name, baseline=baseline, candidates=list(candidates),
+                design="sequence", **options,
+            )  # fmt: skip
     failure = result.gate_failure(gate)
     report = result.to_dict()
+    if anytime is not None:
+        report["sequential"] = anytime.to_dict()
     if gate != "none":  # how the gate went, in the JSON, on the page and in the terminal
         report["gate"] = gate_result(gate, failure, scheme.name, report)
 
     def show(console: Console) -> None:
         scheme.compare_terminal(result, console)
         flips_terminal(report, console, top=flips)  # the samples that changed, if any
+        if "sequential" in report:
+            sequential_lines(report["sequential"], console)
         if "gate" in report:
             console.print(gate_line(report["gate"]), highlight=False)
 

@@ -79,10 +79,13 @@ def import_(
         )  # fmt: skip
     print_warnings(summary.warnings)
     replaced = (
-        f" ({summary.replaced:,} replaced samples with the same key)" if summary.replaced else ""
+        f" ({summary.replaced:,} replaced observations with the same key)"
+        if summary.replaced
+        else ""
     )
     stdout_console().print(
-        f"Imported {summary.samples:,} samples from {summary.files} file(s) into {escape(str(db))}"
+        f"Imported {summary.samples:,} observations from {summary.files} file(s) into "
+        f"{escape(str(db))}"
         f"{replaced}; runs: {', '.join(escape(r) for r in summary.runs)}"
     )
 
@@ -101,9 +104,10 @@ def import_(
 @quiet_option
 @db_option
 def runs(json_out: str | None, db: Path) -> None:
-    """List the runs in the store with their sample counts and headline numbers: the mean of
-    `correct` and of each metric in `scores` over the run's observations, with how many have it
-    (`calipers score --scheme metric` gives intervals, `calipers leaderboard` ranks)."""
+    """List the runs in the store with their counts — samples (distinct task and sample id) and
+    observations (a sample once per epoch) — and headline numbers: the mean of `correct` and of
+    each metric in `scores` over the run's observations, with how many have it (`calipers score
+    --scheme metric` gives intervals, `calipers leaderboard` ranks)."""
     with Store(db, read_only=True) as store:
         infos = describe_runs(store.runs())
         means = run_metric_means(store)
@@ -123,21 +127,22 @@ def runs(json_out: str | None, db: Path) -> None:
         return
     table = Table(title=f"runs in {escape(str(db))}", title_justify="left", pad_edge=False)
     for col, justify in (
-        ("run", "left"),
-        ("samples", "right"),
+        ("run\n[dim](imported)[/]", "left"),
+        ("samples\n(observations)", "right"),
         ("tasks", "right"),
         ("epochs", "right"),
-        ("last import", "left"),
         ("metrics: mean (n)", "left"),
     ):
-        table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
+        table.add_column(col, justify=justify, overflow="fold",  # type: ignore[arg-type]
+                         no_wrap=justify == "right",
+                         min_width=22 if col.startswith("metrics") else None)  # fmt: skip
     for i in infos:
+        imported = (i["last_import"] or "")[:10]  # the date; --json has the time
         table.add_row(
-            escape(i["run"]),
-            f"{i['samples']:,}",
+            escape(i["run"]) + (f"\n[dim]{imported}[/]" if imported else ""),
+            f"{i['samples']:,} ({i['observations']:,})",
             str(i["tasks"]),
             str(i["epochs"]),
-            (i["last_import"] or "")[:19].replace("T", " "),
             _metrics_cell(i["metrics"]),
         )
     stdout_console().print(table)

@@ -21,6 +21,7 @@ from calipers.data.store import Store
 from calipers.demo.explain import agree, cost_lines, why_they_differ
 from calipers.demo.synthetic import DEMO_SEED, generate_samples, write_jsonl
 from calipers.grading.judges import CommandJudge
+from calipers.render.changes import flips_terminal
 from calipers.render.html import write_html
 from calipers.render.text import escape
 from calipers.report.check_page import write_check_page
@@ -41,6 +42,7 @@ from calipers.workspace import DEFAULT_DB, DEMO_DIR
 # layer still misses the 3.5 gate, which the verdict reports instead of hiding in the composite.
 DEMO_CONTROL = "atlas-small"
 DEMO_TREATMENT = "atlas-large"
+DEMO_FLIPS = 3  # the largest regressions and improvements shown after each comparison
 
 
 @cli.command()
@@ -72,9 +74,10 @@ DEMO_TREATMENT = "atlas-large"
 @quiet_option
 def demo(directory: Path, seed: int, db: Path | None) -> None:
     """Generate a synthetic evaluation, import it, print the ReasonScore leaderboard and a
-    layered comparison of two variants with its verdict; scaffold the example robustness project
-    and check it; run the example support assistant's suite in two versions, judge them and
-    compare them on quality (layered) and on quality and cost (objective), and write HTML reports.
+    layered comparison of two variants with its verdict and the samples that flipped (the largest
+    few each way); scaffold the example robustness project and check it; run the example support
+    assistant's suite in two versions, judge them and compare them on quality (layered, with its
+    flips) and on quality and cost (objective), and write HTML reports.
     Its runs also go into the default store (--db), and it ends with commands that reproduce its
     numbers without writing over its pages."""
     console = stdout_console()
@@ -82,11 +85,11 @@ def demo(directory: Path, seed: int, db: Path | None) -> None:
     data = directory / "samples.jsonl"
     demo_db = directory / "demo.duckdb"  # the demo's own store: its numbers never depend on --db
     n = write_jsonl(data, generate_samples(seed=seed))
-    console.print(f"Generated {n:,} samples (seed {seed}) → {escape(str(data))}")
+    console.print(f"Generated {n:,} observations (seed {seed}) → {escape(str(data))}")
     demo_db.unlink(missing_ok=True)  # a fresh store each time, so the demo is reproducible
     with Store(demo_db) as store:
         summary = store.import_files([data])
-    console.print(f"Imported {summary.samples:,} samples into {escape(str(demo_db))}")
+    console.print(f"Imported {summary.samples:,} observations into {escape(str(demo_db))}")
     layered_scheme = get_scheme("layered")
     with api.open(db=demo_db) as samples:
         get_scheme("reasonscore").terminal(api.score(samples, "reasonscore"), console)
@@ -97,6 +100,7 @@ def demo(directory: Path, seed: int, db: Path | None) -> None:
         )
     assert isinstance(comparison, CompareResult)
     layered_scheme.compare_terminal(comparison, console)
+    flips_terminal(comparison.to_dict(), console, top=DEMO_FLIPS)  # the samples that changed
     console.print()
     check_dir = directory / "check"
     console.print(
@@ -142,11 +146,11 @@ def demo(directory: Path, seed: int, db: Path | None) -> None:
     hints = [
         f"calipers score {q(str(data))} --scheme reasonscore --tasks",
         f"calipers compare {q(str(data))} --scheme layered --control {DEMO_CONTROL} "
-        f"--treatment {DEMO_TREATMENT} --seed {comparison.seed}",
+        f"--treatment {DEMO_TREATMENT} --seed {comparison.seed} --flips {DEMO_FLIPS}",
         f"calipers check --config {q(str(check_dir / 'kelvin.yaml'))} --seed {checked.seed} "
         f"--out {q(str(directory / 'check-rerun'))}",
         f"calipers compare --db {q(str(demo_db))} --scheme layered --control assistant-v1 "
-        f"--treatment assistant-v2 --seed {layered.seed}",
+        f"--treatment assistant-v2 --seed {layered.seed} --flips {DEMO_FLIPS}",
         f"calipers compare --db {q(str(demo_db))} --scheme objective --baseline assistant-v1 "
         f"--candidate assistant-v2"
         + ("" if objective.interval is None else f" --seed {objective.interval.seed}")
@@ -219,6 +223,7 @@ def demo_suite_run(
             samples, "objective", baseline="assistant-v1", candidates=["assistant-v2"]
         )
     get_scheme("layered").compare_terminal(layered, console)
+    flips_terminal(layered.to_dict(), console, top=DEMO_FLIPS)
     console.print("[bold]Objective gate[/]: assistant-v2 against assistant-v1, cost included")
     get_scheme("objective").compare_terminal(objective, console)
     assert isinstance(layered, CompareResult)

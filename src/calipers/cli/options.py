@@ -33,7 +33,7 @@ FLAGS = {
     "confidence_level": "--confidence",
     "baseline": "--baseline",
     "candidates": "--candidate",
-    "history": "--no-history",
+    "history": "--record-history/--no-history",
     "config": "--config",
     "scheme": "--scheme",
     "source": "FILE",
@@ -304,9 +304,11 @@ def rubric_options(func: Any) -> Any:
     return _add(func, [
         click.option("--rubric", type=click.Path(path_type=Path, dir_okay=False), default=None,
                      help="rubric: a rubric file (YAML or JSON); default: the packaged one."),
-        click.option("--no-history", is_flag=True,
-                     help="rubric: do not record evaluations in the store's history, nor flag "
-                     "against it."),
+        click.option("--record-history/--no-history", "record_history", default=None,
+                     help="rubric: record the evaluations in the store's history (--db, table "
+                     "rubric_history) and flag each dimension more than 2 SD from its task's "
+                     "last 10 evaluations. Off by default: scoring and ranking write nothing "
+                     "(--no-history, the former opt-out, is the default)."),
     ])  # fmt: skip
 
 

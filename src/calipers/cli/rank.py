@@ -20,6 +20,7 @@ from calipers.cli.output import emit
 from calipers.cli.pairwise import pairwise_rank_options, rank_pairwise_command
 from calipers.cli.score import score_command_call
 from calipers.errors import InputError
+from calipers.render.terminal import notes as print_notes
 from calipers.schemes import get_scheme
 from calipers.schemes.rubric import terminal
 from calipers.schemes.rubric.html import rank_page
@@ -42,7 +43,7 @@ def rank_command(
     scheme: str,
     runs: tuple[str, ...],
     rubric: Path | None,
-    no_history: bool,
+    record_history: bool | None,
     json_out: str | None,
     html_out: Path | None,
     db: Path,
@@ -52,6 +53,7 @@ def rank_command(
     """Rank the evaluations of FILE (or the store) per task: final score first, then correctness,
     safety, completeness, actionability, adherence, efficiency, consistency, fewer red flags and
     more bonuses. Says which level broke each tie; evaluations equal on all are equivalent.
+    Writes nothing unless --record-history (the rubric history in --db, as `score`).
 
     With --pairwise: the runs by Bradley–Terry strength over the store's pairwise verdicts, with
     bootstrap intervals, rank intervals and tie groups (docs/rankings.md)."""
@@ -72,7 +74,7 @@ def rank_command(
         scheme=get_scheme("rubric"),
         runs=runs,
         options=options,
-        no_history=no_history,
+        record_history=record_history,
     )
     assert isinstance(result, RubricResult)
     ranked = rank(
@@ -85,5 +87,11 @@ def rank_command(
         json_out=json_out,
         html_out=html_out,
         page=rank_page,
-        show=lambda console: terminal.ranking(ranked, console),
+        show=lambda console: _show(ranked, result.notes, console),
     )
+
+
+def _show(ranked: Any, notes: list[str], console: Any) -> None:
+    """The ranking, then the line that says whether the rubric history was recorded."""
+    terminal.ranking(ranked, console)
+    print_notes([n for n in notes if n.startswith("history:")], console)

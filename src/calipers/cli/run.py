@@ -20,6 +20,7 @@ from calipers.cli.options import (
     judging_from,
     quiet_option,
 )
+from calipers.cli.run_stop import make_stopper, stop_lines, stop_section
 from calipers.errors import CalipersError, DataError, InputError, Interrupted
 from calipers.render.text import escape
 from calipers.running.executor import default_workers
@@ -138,6 +139,55 @@ def store_rows(rows: list[dict[str, object]], db: Path) -> tuple[int, int]:
     is_flag=True,
     help="Skip the pairwise judging the suite asks for (judge.pairwise).",
 )
+@click.option(
+    "--stop",
+    "stop_design",
+    default=None,
+    metavar="DESIGN",
+    help="Stop as soon as the comparison with --baseline is decided: hybrid (a confidence "
+    "sequence at every task plus the exact test at the suite's size), sequence, obf or pocock "
+    "(group-sequential looks, obf:5). Tasks run in an order drawn from --seed; a task counts "
+    "when all its epochs are in, in that order; a failed task counts as the worst outcome. "
+    "docs/sequential.md",
+)
+@click.option(
+    "--baseline",
+    "stop_baseline",
+    default=None,
+    metavar="RUN",
+    help="With --stop: the stored run of the same suite to compare with.",
+)
+@click.option(
+    "--metric",
+    "stop_metric",
+    default=None,
+    metavar="NAME",
+    help="With --stop: compare this metric (scores{NAME} or correct) instead of the "
+    "layered composite.",
+)
+@click.option(
+    "--bounds",
+    "stop_bounds",
+    default=None,
+    metavar="LOW,HIGH",
+    help="With --stop --metric: the metric's bounds, when it has none known.",
+)
+@click.option(
+    "--margin",
+    "stop_margin",
+    default=None,
+    metavar="M",
+    help="With --stop: also decide non-inferior / inferior at this margin.",
+)
+@click.option(
+    "--gate",
+    "stop_gate",
+    type=click.Choice(["no-regress", "ship", "non-inferior", "none"]),
+    default="no-regress",
+    show_default=True,
+    help="With --stop: exit 3 as compare's gates do (REGRESS; unless PROGRESS; unless "
+    "non-inferior at --margin).",
+)
 @executor_options
 @click.option(
     "--json",
@@ -158,6 +208,9 @@ def run_command(
     judge_timeout: float | None, judge_retries: int | None, max_judge_failures: float | None,
     no_debias_length: bool, pairwise_against: tuple[str, ...], no_pairwise: bool, executor: str,
     ray_address: str | None, json_path: str | None, html_out: Path | None, db: Path,
+    stop_design: str | None = None, stop_baseline: str | None = None,
+    stop_metric: str | None = None, stop_bounds: str | None = None,
+    stop_margin: str | None = None, stop_gate: str = "no-regress",
 ) -> None:  # fmt: skip
     """Run SUITE's tasks through the pipeline (bounded pool, cached, resumable), grade their
     assertions, call the judges and record every sample in the store.
@@ -195,6 +248,10 @@ def run_command(
         env=tuple(loaded.pipeline.env), reuse_from=reuse_from,
     )  # fmt: skip
     check_run(loaded, command, stdio=stdio, judging=options.judging)  # before anything runs
+    stopper = make_stopper(loaded, run_name, db, seed, design=stop_design, baseline=stop_baseline,
+                       metric=stop_metric, bounds=stop_bounds, margin=stop_margin,
+                       gate=stop_gate)  # fmt: skip
+    options.stopper = stopper
     plan, plan_notes = pairwise_plan(loaded, run_name, pairwise_against, off=no_pairwise)
     if plan is not None:  # before the pipeline runs: a typo in a run name costs nothing
         check_pairwise(plan, db, loaded, options.judging)
@@ -209,10 +266,16 @@ def run_command(
             hint="Run the same command again to finish: finished pipeline invocations and judge "
             "replies are cached and not repeated.",
         ) from None
+    finally:
+        if stopper is not None:
+            stopper.close()
     result.notes.extend(plan_notes)
     stored, replaced = store_rows(result.rows, db)
     body = run_report(result, loaded.name, options, stored, replaced)
     failure = run_failure(result, summarize(result.rows)[0], max_judge_failures)
+    if stopper is not None:
+        body["stop"], gate_failed = stop_section(stopper, result, stop_gate)
+        failure = failure or gate_failed
     pairs = None
     if plan is not None and failure is None:  # a broken pipeline or judge: no pairs to judge
         pairs, failure = judge_pairwise(plan, options, db, stored, max_judge_failures)
@@ -227,6 +290,8 @@ def run_command(
         write_html(report_page(body, title=f"calipers run · {run_name}"), html_out)
     if not is_quiet() and json_path != "-":
         report(body, result, db)
+        if "stop" in body:
+            stop_lines(body["stop"])
         if pairs is not None:
             pairwise_report(pairs, options.run_name, db)
     if failure is not None:

@@ -47,17 +47,32 @@ def score_command_call(
     rename: str | None = None,
     column_map: str | None = None,
     options: dict[str, Any],
-    no_history: bool = False,
+    record_history: bool | None = None,
 ) -> SchemeResult:
     """The one library call behind `score`, `leaderboard` and `rank`. A scheme that keeps a
-    history (rubric) records it in the store `--db` unless --no-history."""
-    if "history" in scheme.Options.model_fields:
-        options = {**options, "history": None if no_history else db}
-    elif no_history:
-        options = {**options, "history": None}  # refused by the scheme, naming --no-history
+    history (rubric) records it in the store `--db` only with --record-history (scoring is
+    read-only by default); its result then says so in a note, and otherwise where and how it
+    would be recorded (`history_note`)."""
+    keeps_history = "history" in scheme.Options.model_fields
+    if keeps_history:
+        options = {**options, "history": db if record_history else None}
+    elif record_history is not None:  # refused by the scheme, naming --record-history
+        options = {**options, "history": None}
     with _open(file, db=db, runs=runs, rename=rename, column_map=column_map) as samples:
         print_warnings(samples.warnings)
-        return api.score(samples, scheme.name, **options)
+        result = api.score(samples, scheme.name, **options)
+    if keeps_history and not record_history:
+        result.notes.append(history_note(db))
+    return result
+
+
+def history_note(db: Path) -> str:
+    """The one line that says the rubric history was not recorded, where it would be and how."""
+    return (
+        f"history: not recorded (scoring writes nothing); --record-history records these "
+        f"evaluations in {db} (table rubric_history) and flags each dimension more than 2 SD "
+        "from its task's last 10 evaluations"
+    )
 
 
 def _open(
@@ -100,8 +115,8 @@ def reasonscore_options(func: Any) -> Any:
     "--tasks",
     "detail",
     is_flag=True,
-    help="Also print per-task scores (layered, metric: each run's mean and n per task; "
-    "reasonscore: per task and tier; rubric: per run and task; objective: always shown; "
+    help="Also print per-task scores (layered, metric: each run's mean and observations per "
+    "task; reasonscore: per task and tier; rubric: per run and task; objective: always shown; "
     "robustness: refused, it scores cases).",
 )
 @click.option(
@@ -123,7 +138,7 @@ def score(
     column_map: str | None,
     detail: bool,
     baseline: str | None,
-    no_history: bool,
+    record_history: bool | None,
     json_out: str | None,
     html_out: Path | None,
     markdown_out: str | None,
@@ -132,10 +147,12 @@ def score(
 ) -> None:
     """Score FILE (read directly, not imported) or the store's runs with a scheme.
 
-    Options a scheme does not take are refused (exit 1). The rubric scheme records every
-    evaluation in the store's history (--db) and flags dimensions more than 2 SD from their
-    task's history; --no-history skips both. --markdown PATH|- writes a compact summary (one
-    row per run: score, interval, samples) for a pull request comment or $GITHUB_STEP_SUMMARY."""
+    Options a scheme does not take are refused (exit 1). Scoring writes nothing: with
+    --record-history the rubric scheme records every evaluation in the store's history (--db,
+    table rubric_history) and flags dimensions more than 2 SD from their task's history; without
+    it, a note says where that history is and how to record it. --markdown PATH|- writes a
+    compact summary (one row per run: score, interval, samples) for a pull request comment or
+    $GITHUB_STEP_SUMMARY."""
     scheme = get_scheme(scheme_name)
     one_stdout(json=json_out, markdown=markdown_out)
     if detail and scheme.no_tasks:
@@ -145,7 +162,7 @@ def score(
         options["baseline"] = baseline
     result = score_command_call(
         file, db=db, scheme=scheme, runs=runs, rename=rename, column_map=column_map,
-        options=options, no_history=no_history,
+        options=options, record_history=record_history,
     )  # fmt: skip
     emit(
         result.to_dict(),

@@ -51,8 +51,8 @@ EXPORT_FORMATS = {
 @dataclass
 class ImportSummary:
     files: int
-    samples: int  # rows written
-    replaced: int  # of those, rows that replaced a sample with the same key
+    samples: int  # observations (rows: a sample once per epoch) written
+    replaced: int  # of those, rows that replaced an observation with the same key
     runs: list[str]
     warnings: list[str] = field(default_factory=list)
 
@@ -60,7 +60,8 @@ class ImportSummary:
 @dataclass
 class RunInfo:
     run: str
-    samples: int
+    samples: int  # distinct (task, sample_id)
+    observations: int  # rows: a sample once per epoch
     tasks: int
     epochs: int
     last_import: datetime | None
@@ -117,7 +118,7 @@ class _Shared:
     or dropped: then the database is closed and the file released.
     """
 
-    def __init__(self, path: Path, *, writable: bool) -> None:
+    def __init__(self, path: Path, *, writable: bool, lock_wait: float | None = None) -> None:
         self.path = path
         self.writable = False
         self.attached = False
@@ -128,16 +129,19 @@ class _Shared:
         try:
             # As a file database would: spill next to the store, not into ./.tmp.
             self.root.execute(f"SET temp_directory = {sql_literal(str(path) + '.tmp')}")
-            self._attach(writable=writable)
+            self._attach(writable=writable, lock_wait=lock_wait)
         except BaseException:
             self.root.close()
             raise
 
-    def _attach(self, *, writable: bool) -> None:
+    def _attach(self, *, writable: bool, lock_wait: float | None = None) -> None:
+        """ATTACH the file, waiting up to `lock_wait` seconds (None: `lock_wait_seconds()`) for
+        another process's write to end."""
         # TYPE DUCKDB: never another database's scanner, whatever the file looks like
         mode = "TYPE DUCKDB" if writable else "TYPE DUCKDB, READ_ONLY"
         statement = f"ATTACH {sql_literal(str(self.path))} AS store ({mode})"
-        deadline = time.monotonic() + lock_wait_seconds()
+        wait = lock_wait_seconds() if lock_wait is None else max(0.0, lock_wait)
+        deadline = time.monotonic() + wait
         delay, told = 0.05, False
         while True:
             try:
@@ -151,14 +155,14 @@ class _Shared:
                 if not told:
                     lock_notice(
                         f"waiting for the store {self.path}: another process has it open for "
-                        f"writing (up to {lock_wait_seconds():g} s; CALIPERS_LOCK_WAIT sets it)"
+                        f"writing (up to {wait:g} s; CALIPERS_LOCK_WAIT sets it)"
                     )
                     told = True
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
         self.writable, self.attached = writable, True
 
-    def ensure(self, *, writable: bool) -> None:
+    def ensure(self, *, writable: bool, lock_wait: float | None = None) -> None:
         """Attached, and read-write if `writable` (re-attaching a read-only file in place)."""
         if self.attached and (self.writable or not writable):
             return
@@ -166,7 +170,7 @@ class _Shared:
             self.root.execute("DETACH store")
             self.attached = False
         try:
-            self._attach(writable=writable)
+            self._attach(writable=writable, lock_wait=lock_wait)
         except duckdb.Error:
             if writable:  # e.g. another process reads it: stay read-only for this one's readers
                 with contextlib.suppress(duckdb.Error):
@@ -187,8 +191,11 @@ def _release(shared: _Shared) -> None:
     and lets go when the cursor is dropped (or when its store is closed and detaches it)."""
 
 
-def _open(path: Path, *, writable: bool) -> tuple[_Shared, duckdb.DuckDBPyConnection]:
-    """A new cursor on this process's database for the file at `path`, reading it by default."""
+def _open(
+    path: Path, *, writable: bool, lock_wait: float | None = None
+) -> tuple[_Shared, duckdb.DuckDBPyConnection]:
+    """A new cursor on this process's database for the file at `path`, reading it by default;
+    `lock_wait`: seconds to wait for another process's write (None: `lock_wait_seconds()`)."""
     key = str(path.resolve())
     with _SHARED_LOCK:
         shared = _SHARED.get(key)
@@ -203,16 +210,25 @@ def _open(path: Path, *, writable: bool) -> tuple[_Shared, duckdb.DuckDBPyConnec
             )
         try:
             if shared is None:
-                shared = _Shared(Path(key), writable=writable)
+                shared = _Shared(Path(key), writable=writable, lock_wait=lock_wait)
                 _SHARED[key] = shared
             else:
-                shared.ensure(writable=writable)
+                shared.ensure(writable=writable, lock_wait=lock_wait)
         except duckdb.Error as exc:
             shared = None
             raise _cannot_open(path, exc, writable=writable, upgrading=upgrading) from exc
         con = shared.root.cursor()
     con.execute("USE store")
     return shared, con
+
+
+def is_locked(exc: BaseException) -> bool:
+    """Whether `exc` (a `Store` open's error, or DuckDB's own) says that another process holds
+    the file's lock (it is writing): worth trying again shortly, unlike any other failure."""
+    for found in (exc, exc.__cause__):
+        if isinstance(found, duckdb.IOException) and "lock" in str(found).lower():
+            return True
+    return False
 
 
 def _cannot_open(path: Path, exc: duckdb.Error, *, writable: bool, upgrading: bool) -> InputError:
@@ -247,12 +263,16 @@ class Store:
     `Store(path)` opens it for writing and applies any migration it lacks (`migrated` names
     them). `Store(path, read_only=True)` never writes: it raises `OutdatedStoreError` for a
     store that lacks migrations, and `InputError` for a DuckDB file that is not a calipers store.
+    While another process writes the file, the open waits up to `lock_wait` seconds (None:
+    CALIPERS_LOCK_WAIT, else 60), then raises `InputError` (`is_locked` tells it apart).
     Read-only and writable stores on one file can be open at the same time in a process (see
     `_Shared`); `store.con` is a DuckDB cursor on which `samples`, `imports` and `rubric_history`
     name the store's tables.
     """
 
-    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
+    def __init__(
+        self, path: str | Path, *, read_only: bool = False, lock_wait: float | None = None
+    ) -> None:
         self.path = Path(path)
         self.read_only = read_only
         self.migrated: list[str] = []  # the migrations this open applied, in order
@@ -269,7 +289,7 @@ class Store:
         # made by this open: a command that then fails leaves no empty store behind
         self._created = not read_only and not self.path.exists()
         self._shared: _Shared | None
-        self._shared, self.con = _open(self.path, writable=not read_only)
+        self._shared, self.con = _open(self.path, writable=not read_only, lock_wait=lock_wait)
         # The shared database lives while any cursor of it does: a SampleSet outliving its Store
         # (`open_samples`) keeps it open through its cursor.
         self._keep = weakref.finalize(self.con, _release, self._shared)
@@ -507,10 +527,10 @@ class Store:
 
     def runs(self) -> list[RunInfo]:
         rows = self.con.execute(
-            "SELECT run, count(*), count(DISTINCT task), count(DISTINCT epoch), max(imported_at) "
-            "FROM samples GROUP BY run ORDER BY run"
+            "SELECT run, count(DISTINCT (task, sample_id)), count(*), count(DISTINCT task), "
+            "count(DISTINCT epoch), max(imported_at) FROM samples GROUP BY run ORDER BY run"
         ).fetchall()
-        return [RunInfo(r[0], int(r[1]), int(r[2]), int(r[3]), r[4]) for r in rows]
+        return [RunInfo(r[0], int(r[1]), int(r[2]), int(r[3]), int(r[4]), r[5]) for r in rows]
 
     def count(self) -> int:
         return scalar(self.con, "SELECT count(*) FROM samples")
@@ -608,6 +628,7 @@ def describe_runs(infos: list[RunInfo]) -> list[dict[str, Any]]:
         {
             "run": i.run,
             "samples": i.samples,
+            "observations": i.observations,
             "tasks": i.tasks,
             "epochs": i.epochs,
             "last_import": i.last_import.isoformat() if i.last_import else None,

@@ -65,6 +65,10 @@ def _mean_ratio(before: TaskScore, after: TaskScore) -> float | None:
     return sum(ratios) / len(ratios) if ratios else None
 
 
+# the objective's `tokens` is input and output tokens together (the leaderboard's are output only)
+COST_LABELS = {"tokens": "tokens (in + out)"}
+
+
 def cost_summary(objective: ObjectiveComparison) -> CostSummary:
     """The cost figures behind the candidate's adjustment, over the tasks both runs have."""
     base = objective.scores.get(objective.baseline, {})
@@ -102,8 +106,9 @@ def cost_lines(objective: ObjectiveComparison) -> list[str]:
     ]
     for f in summary.figures:
         ratio = "" if f.ratio is None else f"  (×{f.ratio:.2f})"
+        label = COST_LABELS.get(f.metric, f.metric)
         lines.append(
-            f"  {f.metric:<10} {amount(f.metric, f.baseline):>10} → "
+            f"  {label:<17} {amount(f.metric, f.baseline):>10} → "
             f"{amount(f.metric, f.candidate)}{ratio}"
         )
     low, high = min(summary.mean_ratios), max(summary.mean_ratios)

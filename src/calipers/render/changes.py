@@ -45,6 +45,11 @@ def _f(x: Any, fmt: str = ".3f") -> str:
 # ------------------------------------------------------------------------------- per task
 
 
+def task_samples(t: Mapping[str, Any]) -> str:
+    """A task's paired samples (distinct sample ids; its observations count their epochs too)."""
+    return str(t.get("n_samples", t.get("n", "—")))
+
+
 def task_order(tasks: Mapping[str, Mapping[str, Any]], limit: int | None) -> list[str]:
     """Every task by name; beyond `limit`, the `limit` with the smallest adjusted p first."""
     names = list(tasks)
@@ -56,7 +61,8 @@ def task_order(tasks: Mapping[str, Mapping[str, Any]], limit: int | None) -> lis
 
 def tasks_terminal(pair: Mapping[str, Any], console: Console, *, label: str) -> None:
     """A pair's tasks, one row each: both means, the difference with its interval, the adjusted
-    p and n (`label`: what the value is called). Nothing for a comparison of one task."""
+    p and the paired samples (`label`: what the value is called). Nothing for a comparison of one
+    task."""
     tasks: Mapping[str, Mapping[str, Any]] = pair.get("tasks") or {}
     if len(tasks) < 2:
         return
@@ -69,7 +75,7 @@ def tasks_terminal(pair: Mapping[str, Any], console: Console, *, label: str) -> 
     table.add_column("difference", justify="right")
     table.add_column("interval", justify="right")
     table.add_column("p adj" if adjust else "p", justify="right")
-    table.add_column("n", justify="right")
+    table.add_column("samples", justify="right")
     for name in shown:
         t = tasks[name]
         mark = {"up": " [green]▲[/]", "down": " [red]▼[/]"}.get(str(t.get("moved")), "")
@@ -83,7 +89,7 @@ def tasks_terminal(pair: Mapping[str, Any], console: Console, *, label: str) -> 
             _f(t.get("diff"), "+.3f") + mark,
             interval,
             _f(t.get("p_adjusted"), ".3g"),
-            str(t.get("n", "—")),
+            task_samples(t),
         )
     if len(shown) < len(tasks):
         table.caption = (
@@ -94,7 +100,8 @@ def tasks_terminal(pair: Mapping[str, Any], console: Console, *, label: str) -> 
 
 
 def tasks_markdown(pair: Mapping[str, Any], *, quantity: str, level: str) -> list[str]:
-    """A pair's tasks as a Markdown table (task, difference, interval, adjusted p, n); more than
+    """A pair's tasks as a Markdown table (task, difference, interval, adjusted p, paired
+    samples); more than
     TASKS_OPEN of them go into a collapsed block. Nothing for a comparison of one task."""
     tasks: Mapping[str, Mapping[str, Any]] = pair.get("tasks") or {}
     if len(tasks) < 2:
@@ -109,8 +116,8 @@ def tasks_markdown(pair: Mapping[str, Any], *, quantity: str, level: str) -> lis
         if interval == "—" and not adjust:
             interval = "not tested"
         rows.append([md.escape(name), mark + md.signed(t.get("diff")), interval,
-                     _f(t.get("p_adjusted"), ".3g"), str(t.get("n", "—"))])  # fmt: skip
-    header = ["task", f"{quantity} difference", f"{level} interval", p_head, "n"]
+                     _f(t.get("p_adjusted"), ".3g"), task_samples(t)])  # fmt: skip
+    header = ["task", f"{quantity} difference", f"{level} interval", p_head, "samples"]
     lines = md.table(header, rows)
     if len(tasks) <= TASKS_OPEN:
         return ["", *lines, ""]

@@ -29,10 +29,18 @@ def _visible(value: Any) -> Any:
 
 
 def _environment() -> Any:
+    return environment()
+
+
+def environment(*packages: str) -> Any:
+    """The pages' jinja2 environment: autoescape on, the `num` and `signed` filters, control
+    characters shown. The templates of `packages` (each with a `templates/` folder: the viewer's)
+    are found before these, so theirs can extend `base.html.j2` and import its macros."""
     import jinja2
 
+    loaders = [jinja2.PackageLoader(p, "templates") for p in (*packages, "calipers.render")]
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("calipers.render", "templates"),
+        loader=jinja2.ChoiceLoader(loaders),
         autoescape=True,  # every template, whatever its extension
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

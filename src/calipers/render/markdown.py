@@ -415,7 +415,9 @@ def _reasonscore_scores(report: Mapping[str, Any], runs: Mapping[str, Any]) -> l
              str(runs[name].get("samples", "—"))]
             for rank, name in enumerate(order, 1)
         ]  # fmt: skip
-        lines += _table(["#", "run", "score/token", "score", "tokens", "samples"], rows)
+        lines += _table(
+            ["#", "run", "score/token", "score", "output tokens", "scored observations"], rows
+        )
     return lines
 
 

@@ -50,10 +50,12 @@ def forest(
 ) -> str:
     """One row per quantity: (label, estimate, low, high, significant); a dashed line at
     `reference` (none when None); with `margin`, the band ±margin shaded and −margin drawn red
-    (an interval wholly right of it is non-inferior)."""
+    (an interval wholly right of it is non-inferior), labelled inside the plot's top edge, in
+    room kept above the first row, so that the label never meets the title above the plot."""
     shown = [r for r in rows if r[1] is not None]
     labels = [short(r[0], _NAME_CHARS) for r in reversed(shown)]
-    height = 0.3 * max(len(shown), 1) + 1.1
+    headroom = 0.0 if margin is None else 0.6  # rows of room for the −margin label
+    height = 0.3 * (max(len(shown), 1) + headroom) + 1.1
     with drawing(5.5 + widest_in(labels), height) as (fig, axes):
         for y, (_, est, low, high, significant) in enumerate(reversed(shown)):
             color = GOOD if significant else "#555555"
@@ -65,15 +67,19 @@ def forest(
         if margin is not None:
             axes.axvspan(-margin, margin, color="#dcefe2", zorder=0)
             axes.axvline(-margin, color=BAD, linewidth=1)
+            low_x, high_x = axes.get_xlim()
+            # beside the line, on the side with more room, so it stays inside the plot
+            right = (-margin - low_x) < 0.5 * (high_x - low_x)
             axes.annotate(
-                "−margin", (-margin, 1.0), xycoords=("data", "axes fraction"), color=BAD,
-                fontsize=SMALL_PT, ha="right", va="bottom",
+                "−margin", (-margin, 1.0), xycoords=("data", "axes fraction"),
+                xytext=(3 if right else -3, -2), textcoords="offset points", color=BAD,
+                fontsize=SMALL_PT, ha="left" if right else "right", va="top",
             )  # fmt: skip
         axes.set_yticks(range(len(shown)), labels)
         fig.names(axes.get_yticklabels(), [plain_text(r[0]) for r in reversed(shown)])
         axes.set_xlabel(xlabel)
         axes.set_title(plain_text(title), loc="left")
-        axes.set_ylim(-0.6, len(shown) - 0.4)
+        axes.set_ylim(-0.6, len(shown) - 0.4 + headroom)
         return fig.svg()
 
 

@@ -37,10 +37,15 @@ def _legend_width(names: list[str]) -> float:
 
 
 def grouped_bars(
-    groups: Sequence[str], series: dict[str, Sequence[float | None]], *, title: str, ylabel: str
-) -> str:
-    """Bars per group (x), one colour per series; a missing value leaves its bar out. When the
-    bars would not fit the page at a readable width, a labelled grid instead (`grid`)."""
+    groups: Sequence[str], series: Mapping[str, Sequence[float | None]], *, title: str,
+    ylabel: str,
+) -> str:  # fmt: skip
+    """Bars per group (x), one colour per series; a missing value leaves its bar out, and a
+    series without any value is left out (its legend entry would have no bar, in a default
+    colour). When the bars would not fit the page at a readable width, a labelled grid instead
+    (`grid`)."""
+    series = {name: values for name, values in series.items()
+              if any(v is not None for v in values)}  # fmt: skip
     names = list(series)
     group_in = _BAR_IN * max(len(names), 1) + _GROUP_GAP_IN
     axis_in = group_in * len(groups) + 0.9

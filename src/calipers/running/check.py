@@ -35,6 +35,7 @@ from calipers.running.cases import (
     select_cases,
 )
 from calipers.running.executor import ExecutorName, Job, JobPool, open_backend
+from calipers.running.identity import PipelineIdentity, identify
 from calipers.running.invoke import InvocationResult, Pipeline
 from calipers.running.kelvin_config import KelvinConfig
 from calipers.running.perturb import (
@@ -67,6 +68,9 @@ class CheckOptions:
     bootstrap_seed: int | None = None  # None: calipers.stats.DEFAULT_SEED (numpy loads later)
     executor: ExecutorName = "local"
     ray_address: str | None = None
+    # the cache: a check reuses only its own outputs of this pipeline (`calipers.running.identity`)
+    pipeline_version: str | None = None
+    pipeline_env: tuple[str, ...] = ()
 
 
 @dataclass
@@ -123,7 +127,11 @@ def _prefetch_scoring() -> threading.Thread | None:
     return thread
 
 
-def pipeline_for(config: KelvinConfig, *, use_cache: bool, default_cache: Path) -> Pipeline:
+def pipeline_for(
+    config: KelvinConfig, *, use_cache: bool, default_cache: Path, identity: PipelineIdentity
+) -> Pipeline:
+    """The config's pipeline; its cache entries are salted with `identity` (the run, the program's
+    files, the version and the environment), as `calipers run`'s are."""
     cache = config.cache_dir or default_cache
     return Pipeline(
         command=config.run,
@@ -132,6 +140,7 @@ def pipeline_for(config: KelvinConfig, *, use_cache: bool, default_cache: Path) 
         retry=config.retry_policy,
         cache_dir=cache if use_cache else None,
         cwd=config.path.parent,
+        cache_salt=identity.salt(0),
     )
 
 
@@ -148,11 +157,18 @@ def run_check(config: KelvinConfig, options: CheckOptions) -> CheckRun:
         _safe_part(case.name, "case name")
     for t in config.governing_types:
         _safe_part(t, "governing type")
+    # the same identity as `calipers run`'s cache: the command runs in the config's directory,
+    # so its files are found there and that directory (the outputs, the store) is not hashed
+    identity = identify(
+        config.run, options.run_name, version=options.pipeline_version,
+        env=options.pipeline_env, cwd=root,
+    )  # fmt: skip
     pipeline = pipeline_for(
-        config, use_cache=options.use_cache, default_cache=root / PIPELINE_CACHE
-    )
+        config, use_cache=options.use_cache, default_cache=root / PIPELINE_CACHE,
+        identity=identity,
+    )  # fmt: skip
     extract = DecisionField.parse(config.decision_field)
-    warnings = list(config.warnings)
+    warnings = list(config.warnings) + list(identity.notes)
     if (single := single_case_warning(all_cases)) is not None:
         warnings.append(single)
 

@@ -145,7 +145,8 @@ class JobPool:
                     future.cancel()
             else:
                 for future in self._pending:
-                    future.exception()  # wait, as a pool's shutdown would
+                    if not future.cancelled():  # (a run that stopped early cancels the rest)
+                        future.exception()  # wait, as a pool's shutdown would
         finally:
             self._bar.__exit__(None, None, None)
 

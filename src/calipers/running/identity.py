@@ -1,7 +1,7 @@
 """What a cached pipeline output belongs to: the run, and the version of the pipeline that made it.
 
-`calipers run` caches each invocation under sha256(command, input, decision field, salt), and the
-salt is made here. It holds
+`calipers run` and `calipers check` cache each invocation under sha256(command, input, decision
+field, salt), and the salt is made here, for both. It holds
 
 - the run's name: a run reuses only the outputs it made itself (resuming, re-running), never
   another run's, unless asked to (`--reuse-from RUN`, which looks up the other run's entries);
@@ -68,10 +68,12 @@ def identify(
     environ: Mapping[str, str] | None = None,
     cwd: Path | None = None,
 ) -> PipelineIdentity:
-    """The identity of `command` as it is now, for run `run`."""
+    """The identity of `command` as it is now, for run `run`. `cwd`: the directory the command
+    runs in (`calipers check`: the config's), where its relative paths are found; default the
+    working directory."""
     environ = os.environ if environ is None else environ
+    files = named_files(command, cwd)
     cwd = (cwd or Path.cwd()).resolve()
-    files = named_files(command)
     trees: dict[Path, tuple[tuple[str, int, int], ...]] = {}
     notes: list[str] = []
     digest = hashlib.sha256()
@@ -105,15 +107,16 @@ def identify(
     )  # fmt: skip
 
 
-def named_files(command: str) -> list[Path]:
-    """The existing regular files among the command line's words, once each, in order."""
+def named_files(command: str, cwd: Path | None = None) -> list[Path]:
+    """The existing regular files among the command line's words, once each, in order; a
+    relative word is a path from `cwd` (default: the working directory)."""
     try:
         words = shlex.split(command)
     except ValueError:
         return []
     found: list[Path] = []
     for word in words:
-        path = Path(word)
+        path = Path(word) if cwd is None else cwd / word
         try:
             regular = stat.S_ISREG(path.stat().st_mode)
         except (OSError, ValueError):

@@ -23,10 +23,10 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from concurrent.futures import Future, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from calipers import processes
 from calipers.errors import DataError, InputError
@@ -48,6 +48,9 @@ from calipers.running.suite import Suite, Task
 from calipers.running.template import parse_command
 from calipers.schemes.rubric.definition import load_rubric
 from calipers.workspace import PIPELINE_CACHE, RUNS_DIR
+
+if TYPE_CHECKING:
+    from calipers.running.stopping import Stopper
 
 INTEGER_FIELDS = ("tokens_in", "tokens_out", "tool_calls", "steps")
 NUMBER_FIELDS = ("cost_usd", "latency_s")
@@ -74,6 +77,9 @@ class RunOptions:
     pipeline_version: str | None = None  # the suite's pipeline.version, or --pipeline-version
     env: tuple[str, ...] = ()  # the suite's pipeline.env: variables part of the key
     reuse_from: str | None = None  # --reuse-from RUN: that run's cached outputs too
+    # --stop: tasks in the stopper's order, counted as they finish, and the run stops once
+    # the comparison with the baseline is decided (calipers.running.stopping)
+    stopper: Stopper | None = None
 
 
 @dataclass
@@ -198,7 +204,11 @@ def run_suite(suite: Suite, command: str, options: RunOptions) -> SuiteRun:
     try:
         with JobPool(extract=extract_output, seed=options.seed, progress=options.progress,
                      label="tasks", backend=backend) as pool:  # fmt: skip
-            for task in suite.tasks:
+            tasks = suite.tasks
+            if options.stopper is not None:  # the order fixed before the run, from its seed
+                by_id = {t.id: t for t in suite.tasks}
+                tasks = [by_id[i] for i in options.stopper.sequence]
+            for task in tasks:
                 for epoch in range(suite.epochs_of(task, options.epochs)):
                     job = Job(f"{task.id}/{epoch}", suite.inputs[task.id],
                               out / safe_dir(task.id) / str(epoch))  # fmt: skip
@@ -210,14 +220,21 @@ def run_suite(suite: Suite, command: str, options: RunOptions) -> SuiteRun:
                         else identity.salt(epoch, options.reuse_from),
                     )
                     jobs.append((task, epoch, pool.submit(salted, job)))
-        results = [(task, epoch, future.result()) for task, epoch, future in jobs]
-        rows = [
-            _sample(options.run_name, t, suite.inputs[t.id], e, r, notes) for t, e, r in results
-        ]
-        judge_calls: dict[str, CallCounts] = {}
-        judged = (
-            judge_rows(suite, rows, options, backend, judge_calls) if options.judging.judges else 0
-        )
+            judge_calls: dict[str, CallCounts] = {}
+            if options.stopper is not None:
+                results, rows, judged = _until_decided(
+                    suite, options, jobs, notes, backend, judge_calls
+                )
+        if options.stopper is None:
+            results = [(task, epoch, future.result()) for task, epoch, future in jobs]
+            rows = [
+                _sample(options.run_name, t, suite.inputs[t.id], e, r, notes) for t, e, r in results
+            ]
+            judged = (
+                judge_rows(suite, rows, options, backend, judge_calls)
+                if options.judging.judges
+                else 0
+            )
     except KeyboardInterrupt as stop:
         backend.close(cancel=True)
         raise RunInterrupted(*_kept(suite, options, jobs, rows, stop, notes)) from None
@@ -239,6 +256,72 @@ def run_suite(suite: Suite, command: str, options: RunOptions) -> SuiteRun:
         reused=sum(1 for *_, r in results if r.reused),
         identity=identity,
     )
+
+
+def _until_decided(
+    suite: Suite,
+    options: RunOptions,
+    jobs: list[tuple[Task, int, Future[InvocationResult]]],
+    notes: list[str],
+    backend: Backend,
+    judge_calls: dict[str, CallCounts],
+) -> tuple[list[tuple[Task, int, InvocationResult]], list[dict[str, Any]], int]:
+    """Hand each task to the stopper as soon as all its epochs are in (and judged), and stop
+    the run once it is decided: the tasks not started are cancelled, the running ones finish
+    (their outputs are cached and stored, but were not counted)."""
+    stopper = options.stopper
+    assert stopper is not None
+    left: dict[str, int] = {}
+    for task, _, _ in jobs:
+        left[task.id] = left.get(task.id, 0) + 1
+    entry = {id(f): (task, epoch) for task, epoch, f in jobs}
+    order = {id(f): i for i, (*_, f) in enumerate(jobs)}
+    finished: dict[str, list[tuple[Task, int, InvocationResult]]] = {}
+    results: list[tuple[Task, int, InvocationResult]] = []
+    rows: list[dict[str, Any]] = []
+    judged = 0
+
+    def complete(task_id: str) -> list[dict[str, Any]]:
+        nonlocal judged
+        done = sorted(finished.pop(task_id), key=lambda x: x[1])
+        results.extend(done)
+        task_rows = [_sample(options.run_name, t, suite.inputs[t.id], e, r, notes)
+                     for t, e, r in done]  # fmt: skip
+        if options.judging.judges:
+            judged += judge_rows(suite, task_rows, options, backend, judge_calls)
+        rows.extend(task_rows)
+        return task_rows
+
+    decided = False
+    pending = {f for *_, f in jobs}
+    while pending:
+        # everything that has finished since the last pass: one scoring for the batch
+        done, pending = wait(pending, return_when=FIRST_COMPLETED)
+        ready = []
+        for future in sorted(done, key=lambda f: order[id(f)]):
+            if future.cancelled():
+                continue
+            task, epoch = entry[id(future)]
+            finished.setdefault(task.id, []).append((task, epoch, future.result()))
+            left[task.id] -= 1
+            if left[task.id] == 0:
+                ready.append((task.id, complete(task.id)))
+        if ready and not decided and stopper.finish(ready):
+            decided = True
+            for *_, waiting in jobs:
+                waiting.cancel()
+    for task_id in [t for t, n in left.items() if n == 0 and t in finished]:
+        complete(task_id)
+    # stored in the order the tasks were counted: `calipers watch` (arrival order) replays the
+    # stored run to the same stop
+    rows.sort(key=lambda row: (stopper.position[row["task"]], row["epoch"]))
+    cancelled = sum(1 for *_, f in jobs if f.cancelled())
+    if decided:
+        notes.append(
+            f"stopped early: the comparison with '{stopper.plan.baseline}' was decided after "
+            f"{stopper.counted} task(s); {cancelled} invocation(s) not run"
+        )
+    return results, rows, judged
 
 
 class RunInterrupted(KeyboardInterrupt):

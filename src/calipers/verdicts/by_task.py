@@ -56,6 +56,7 @@ class TaskDifference:
     test: str | None  # which test gave p_value
     p_adjusted: float | None = None
     moved: str | None = None  # "up", "down", or None
+    n_samples: int = 0  # distinct samples among those pairs (`n` counts their epochs too)
 
     def to_dict(self) -> dict[str, Any]:
         d = self.difference
@@ -64,6 +65,7 @@ class TaskDifference:
             "treatment": self.treatment,
             "diff": None if d is None else d.estimate,
             "n": self.n,
+            "n_samples": self.n_samples,
             "n_units": 0 if d is None else d.n_pairs,
             "low": None if d is None else d.low,
             "high": None if d is None else d.high,
@@ -93,8 +95,10 @@ def task_differences(
     *,
     alpha: float,
     adjust: str,
+    samples: npt.NDArray[np.int64] | None = None,
 ) -> dict[str, TaskDifference]:
-    """`difference(mask)` makes the pair's Difference over the rows in `mask`."""
+    """`difference(mask)` makes the pair's Difference over the rows in `mask`; `samples`: each
+    row's sample (for each task's count of distinct samples)."""
     both = np.isfinite(composite_c) & np.isfinite(composite_t)
     out: dict[str, TaskDifference] = {}
     for code in np.unique(task_code):
@@ -109,6 +113,7 @@ def task_differences(
         p, test = _p_value(d)
         # The difference's own means: over the same pairs, of per-sample epoch means.
         out[name] = TaskDifference(name, n, d.control_mean, d.treatment_mean, d, p, test)
+        out[name].n_samples = n if samples is None else int(np.unique(samples[kept]).size)
     tested = [t for t in out.values() if t.p_value is not None]
     for t, p in zip(tested, adjust_p([t.p_value or 0.0 for t in tested], adjust), strict=True):
         t.p_adjusted = p

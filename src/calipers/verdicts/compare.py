@@ -369,6 +369,7 @@ def compare_staged(
         "policy": "gates",
     }
     notes = list(staged.notes) + ([choice.note] if choice.note else [])
+    notes += peek_notes(staged, control, treatments)
     if not treatments:
         return CompareResult(
             scheme, origin, parameters, control, variants, [], Verdict.SOLO,
@@ -412,6 +413,25 @@ def compare_staged(
         scheme, origin, parameters, control, variants, pairs,
         worst.decision.verdict, reason, worst.badges, notes,
     )  # fmt: skip
+
+
+def peek_notes(staged: StagedScores, control: str, treatments: list[str]) -> list[str]:
+    """A note per candidate that lacks samples the baseline has: most often a run still going.
+    A fixed-n verdict read again and again as a run grows is wrong far more often than its α
+    (17% over ten looks on identical pass/fail systems, issue 36); `calipers watch` is the
+    comparison that stays valid at every look."""
+    have = set(np.unique(staged.fetch(control).sid).tolist())
+    notes = []
+    for treatment in treatments:
+        got = len(have & set(np.unique(staged.fetch(treatment).sid).tolist()))
+        if got < len(have):
+            notes.append(
+                f"{treatment} has {got} of the {len(have)} samples of {control}: if it is still "
+                "running, this verdict is a peek, and comparing again as it grows gives false "
+                "verdicts far more often than α; `calipers watch` decides as the data arrives, "
+                "valid at every look (docs/sequential.md)"
+            )
+    return notes
 
 
 def composite_scale(staged: StagedScores, runs: list[str]) -> tuple[float | None, str]:

@@ -305,8 +305,9 @@ def compare_pair(
             )
 
         tested = task_differences(
-            task_code, staged.tasks, composite_c, composite_t, on_rows, alpha=alpha, adjust=adjust
-        )
+            task_code, staged.tasks, composite_c, composite_t, on_rows, alpha=alpha, adjust=adjust,
+            samples=samples,
+        )  # fmt: skip
         tasks = {name: t.to_dict() for name, t in tested.items()}
     else:
         tasks = _task_table(task_code, staged.tasks, composite_c, composite_t, samples, pair_weight)
@@ -692,7 +693,8 @@ def _task_table(
     for code in np.flatnonzero(present):
         name = names[code]
         if n[code] == 0:
-            table[name] = {"control": None, "treatment": None, "diff": None, "n": 0}
+            table[name] = {"control": None, "treatment": None, "diff": None, "n": 0,
+                           "n_samples": 0}  # fmt: skip
             continue
         c_mean, t_mean = c_sum[code] / total[code], t_sum[code] / total[code]
         table[name] = {
@@ -700,5 +702,6 @@ def _task_table(
             "treatment": float(t_mean),
             "diff": float(t_mean - c_mean),
             "n": int(n[code]),
+            "n_samples": int(np.unique(samples[both & (codes == code)]).size),
         }
     return table

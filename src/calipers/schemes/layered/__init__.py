@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import Field
 
+from calipers.errors import InputError
 from calipers.schemes.base import BootstrapOptions, ComparableScheme
 from calipers.schemes.layered import html, leaderboard, terminal
 from calipers.schemes.layered.scoring import (
@@ -26,9 +27,13 @@ from calipers.verdicts.compare import CompareResult, check_runs, compare_staged,
 from calipers.verdicts.flips import LISTED, pair_flips
 from calipers.verdicts.gates import DEFAULT_THRESHOLD
 from calipers.verdicts.judge_calibration import calibrate_pair, calibrate_run
+from calipers.verdicts.margin import parse_margin
 from calipers.verdicts.missing_bounds import ERRORS, score_errors_worst
-from calipers.verdicts.persample import CLUSTERS, StagedScores
+from calipers.verdicts.persample import CLUSTERS, StagedScores, resolve_cluster
 from calipers.verdicts.planning import Design
+from calipers.verdicts.sequential import decide_sequentially, parse_design
+from calipers.verdicts.sequential_compare import SequentialComparison
+from calipers.verdicts.sequential_units import paired_units
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -107,6 +112,74 @@ class PairedScheme(ComparableScheme):
             )  # fmt: skip
         return result
 
+    def watch(
+        self,
+        samples: SampleSet,
+        *,
+        baseline: str,
+        candidates: list[str],
+        design: str = "sequence",
+        n_planned: int | None = None,
+        order: str = "arrival",
+        every: int = 1,
+        **options: Any,
+    ) -> SequentialComparison:
+        """The sequential comparison of `candidates` with `baseline`: the units (samples with
+        their epochs, or groups) in `order`, looked at after every `every` of them under
+        `design` (`calipers.verdicts.sequential`); valid however often it is looked at."""
+        o = self.compare_options(**options)
+        treatments = list(candidates)
+        if not treatments:
+            raise InputError(
+                "watch needs a candidate to compare with the baseline",
+                hint="Add --candidate RUN.",
+                parameters=["candidates"],
+            )
+        check_runs(samples.runs(), samples.origin, baseline, treatments)
+        staged = self.stage(samples, [baseline, *treatments], o)
+        if o.errors == "worst":  # type: ignore[attr-defined]
+            score_errors_worst(staged)
+        choice = resolve_cluster(
+            [staged.fetch(r) for r in [baseline, *treatments]],
+            o.cluster,  # type: ignore[attr-defined]
+        )
+        seed = o.seed  # type: ignore[attr-defined]
+        units = paired_units(
+            staged, samples, control=baseline, treatments=treatments, cluster=choice.cluster,
+            order=order, seed=seed, by_task=bool(o.by_task),  # type: ignore[attr-defined]
+        )  # fmt: skip
+        plan = parse_design(design, n_planned=n_planned)
+        result = decide_sequentially(
+            units,
+            design=plan,
+            margin=o.margin,  # type: ignore[attr-defined]
+            higher_is_better=self.higher_is_better,
+            every=every,
+            equivalence=o.equivalence,  # type: ignore[attr-defined]
+            min_effect=o.min_effect,  # type: ignore[attr-defined]
+        )
+        parameters = {
+            **self.stage_parameters(o),
+            "design": design,
+            "n_planned": n_planned,
+            "order": order,
+            "seed": seed,
+            "every": every,
+            "cluster": choice.cluster,
+            "cluster_reason": choice.reason,
+            "bounds": None if staged.bounds is None else list(staged.bounds),
+            "bounds_source": staged.bounds_source,
+            "by_task": bool(o.by_task),  # type: ignore[attr-defined]
+            "margin": None if o.margin is None else str(o.margin),  # type: ignore[attr-defined]
+            "margin_on_scale": None
+            if o.margin is None or staged.bounds is None  # type: ignore[attr-defined]
+            else parse_margin(o.margin).on_scale(  # type: ignore[attr-defined]
+                float(staged.bounds[1]) - float(staged.bounds[0])
+            ),
+        }
+        notes = list(staged.notes) + ([choice.note] if choice.note else [])
+        return SequentialComparison(self.name, samples.origin, parameters, result, notes)
+
     def plan(
         self,
         samples: SampleSet,
@@ -137,9 +210,14 @@ class PairedScheme(ComparableScheme):
         return {}
 
     def compute(self, samples: SampleSet, options: Any) -> SummaryResult:
-        """Per run: the composite and each component with their intervals."""
+        """Per run: the composite and each component with their intervals. A run with no value
+        at all (a run without the metric, or without any layer) is listed as lacking it, not
+        scored or ranked, as long as another run has values."""
         runs = samples.runs()
         staged = self.stage(samples, runs, options)
+        scored = [run for run in runs if np.isfinite(staged.composite(run)).any()]
+        lacking = [run for run in runs if run not in scored] if scored else []
+        runs = scored or runs  # none scored: summarize says which run has no value
         parameters = {
             **self.summary_parameters(options),
             "confidence_level": options.confidence_level,
@@ -161,6 +239,13 @@ class PairedScheme(ComparableScheme):
             interval=options.interval,
             cluster=options.cluster,
         )
+        if lacking:
+            what = (f"the metric '{options.metric}'" if self.name == "metric"
+                    else "a score in any layer")  # fmt: skip
+            result.lacking = lacking
+            result.notes.append(
+                f"not scored or ranked: {', '.join(lacking)} (no sample has {what})"
+            )
         if getattr(options, "calibrate_judges", False):
             result.judge_calibration = {
                 run: calibrate_run(staged.fetch(run), cluster=result.parameters["cluster"],

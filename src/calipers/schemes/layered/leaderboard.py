@@ -55,6 +55,8 @@ def leaderboard(result: SummaryResult, console: Console) -> None:
     heading = f"[bold]{escape(result.scheme)} leaderboard[/] · {len(rows)} runs ranked by "
     heading += f"{escape(label)} (higher is better)" if result.scheme == "metric" else (
         "the composite (higher is better)")  # fmt: skip
+    if result.lacking:
+        heading += f"; {len(result.lacking)} without a value, not ranked (—)"
     console.print(heading, highlight=False)
     level = f"{result.parameters.get('confidence_level', 0.95):.0%}"
     table = Table(pad_edge=False)
@@ -78,6 +80,8 @@ def leaderboard(result: SummaryResult, console: Console) -> None:
         if ranking:
             cells.append(str(row["group"]))
         table.add_row(*cells)
+    for run in result.lacking:  # listed, not ranked: no sample has the metric (or any layer)
+        table.add_row("—", escape(run), "no value", "—", "0", *(["—"] if ranking else []))
     console.print(table)
     if ranking:
         tied = [g for g in ranking["groups"] if len(g) > 1]

@@ -405,6 +405,8 @@ class SummaryResult(SchemeResult):
     ranking: dict[str, Any] | None = None
     # --calibrate-judges: each run's judge layer corrected by its human labels (PPI++)
     judge_calibration: dict[str, Any] | None = None
+    # runs without any value (the metric, or every layer): listed, not scored or ranked
+    lacking: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         body = self.header()
@@ -412,6 +414,8 @@ class SummaryResult(SchemeResult):
         body["ranking"] = self.ranking
         if self.judge_calibration is not None:
             body["judge_calibration"] = self.judge_calibration
+        if self.lacking:
+            body["lacking"] = list(self.lacking)
         return body
 
     def to_frame(self, level: str = "run") -> pd.DataFrame:

@@ -156,7 +156,7 @@ def repeats_table(runs: dict[str, RunSummary], console: Console) -> None:
 
 def summary(result: SummaryResult, console: Console, *, detail: bool = False) -> None:
     """Each run's value with its interval and components; `detail` (`score --tasks`): each
-    run's mean and n per task as well."""
+    run's mean and observations per task as well."""
     label = value_label(result.scheme, result.parameters)
     console.print(_variants_table(result.runs, f"{result.scheme} scores", None, label=label))
     if detail:
@@ -317,7 +317,7 @@ def _margin_lines(result: CompareResult, console: Console) -> None:
 
 def _tasks_moved(result: CompareResult, console: Console) -> None:
     """Per pair, how many tasks' differences survive the multiplicity correction, then every
-    task's difference, interval, adjusted p and n (`calipers.render.changes`)."""
+    task's difference, interval, adjusted p and paired samples (`calipers.render.changes`)."""
     label = value_label(result.scheme, result.parameters)
     for pair in result.pairs:
         c = pair.comparison
@@ -325,8 +325,14 @@ def _tasks_moved(result: CompareResult, console: Console) -> None:
             tested = [t for t in c.tasks.values() if t.get("p_adjusted") is not None]
             moved = [t for t in c.tasks.values() if t.get("moved")]
             how = adjustment_label(c.task_adjust)
-            head = f"{escape(c.treatment)}: {len(moved)} of {len(tested)} tasks moved ({how}"
-            console.print(head + f", α {pair.alpha:.3g})")
+            if tested:
+                head = f"{escape(c.treatment)}: {len(moved)} of {len(tested)} tasks moved ({how}"
+                console.print(head + f", α {pair.alpha:.3g})")
+            else:  # as the Markdown says it, not "0 of 0 tasks moved"
+                console.print(
+                    f"{escape(c.treatment)}: none of the {len(c.tasks)} tasks could be tested on "
+                    "its own (too few samples in each)"
+                )
         tasks_terminal(
             {"control": c.control, "treatment": c.treatment, "tasks": c.tasks,
              "task_adjust": c.task_adjust},

@@ -18,10 +18,11 @@ def reasonscore_section(report: dict[str, Any]) -> dict[str, Any]:
     for number, group in enumerate(report["groups"], start=1):
         order, tiers = group["ranking"], group["tiers"]
         plots = {}
-        if group["ranked"] and tiers:
+        scores = {name: [_tier_score(runs[name], t) for t in tiers] for name in order}
+        scored = {name: s for name, s in scores.items() if any(v is not None for v in s)}
+        if group["ranked"] and tiers and scored:  # no chart without a bar to draw
             plots["tiers"] = draw.grouped_bars(
-                tiers, {name: [_tier_score(runs[name], t) for t in tiers] for name in order},
-                title="ReasonScore per tier (1000 · geometric mean of task scores)",
+                tiers, scored, title="ReasonScore per tier (1000 · geometric mean of task scores)",
                 ylabel="ReasonScore",
             )  # fmt: skip
         points = [
@@ -35,12 +36,16 @@ def reasonscore_section(report: dict[str, Any]) -> dict[str, Any]:
                 title="mean ReasonScore against mean output tokens",
                 xlabel="mean output tokens (fewer is better)", ylabel="mean ReasonScore",
             )  # fmt: skip
+        ranks = group.get("rank_intervals") or {}
         groups.append({
             "number": number,
             "id": "leaderboard" if number == 1 else f"leaderboard-{number}",
             "shares": describe_shared(tiers, group["tasks"], group["pairs"], limit=None),
             **group,
             "plots": plots,
+            # per run its rank interval and tie group, as the terminal's leaderboard shows them
+            "bounds": {r["run"]: r for r in ranks.get("runs", [])},
+            "ties": [g for g in ranks.get("groups", []) if len(g) > 1],
         })  # fmt: skip
     order = [name for group in report["groups"] for name in group["ranking"]]
     tiers = list(report.get("tier_order") or [])
@@ -96,7 +101,11 @@ def _difficulty_curves(
                 for tier, t in runs[name]["tiers"].items()
                 for p in (t["tasks"].get(task) or {}).get("points", [])
             }
-            series[name] = [by_key.get(key) for key in axis]
+            values = [by_key.get(key) for key in axis]
+            if any(v is not None for v in values):  # a run without a score here is left out
+                series[name] = values
+        if not series:  # no panel without a line to draw
+            continue
         multi_tier = len({tier for tier, _ in axis}) > 1
         labels = [f"{tier}: {p}" if multi_tier else p for tier, p in axis]
         panels[task] = (labels, series)

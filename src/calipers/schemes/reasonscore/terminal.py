@@ -35,7 +35,7 @@ def reasonscore_leaderboard(result: ReasonScoreResult, console: Console) -> None
         table.add_column("run", overflow="fold")
         for tier in group.shared.tiers:
             table.add_column(escape(tier), justify="right")
-        table.add_column("tokens", justify="right")
+        table.add_column("output tokens", justify="right")
         table.add_column("score/token", justify="right")
         bounds = {r["run"]: r for r in (group.ranks or {}).get("runs", [])}
         for rank, run in enumerate(group.runs, start=1):
