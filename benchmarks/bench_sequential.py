@@ -71,6 +71,23 @@ def per_look(binary: bool, units: int = 20_000) -> float:
     return (time.perf_counter() - start) / units
 
 
+def per_item_three_pairs(items: int = 3_000) -> float:
+    """Three candidates against one baseline, the open-ended sequence: an item adds a unit to
+    each pair, then one look (what `run --stop` does per task with three candidates)."""
+    from calipers.verdicts.sequential import SequentialMonitor, parse_design
+
+    rng = np.random.default_rng(2)
+    x = (rng.random((items, 4)) < 0.6).astype(float)
+    monitor = SequentialMonitor([("A", t, None) for t in "BCD"], bounds=(0.0, 1.0), binary=True,
+                                design=parse_design("sequence", n_planned=None))  # fmt: skip
+    start = time.perf_counter()
+    for row in x.tolist():
+        for k in range(3):
+            monitor.add(k, row[0], row[k + 1])
+        monitor.look()
+    return (time.perf_counter() - start) / items
+
+
 def main() -> None:
     DATA.mkdir(exist_ok=True)
     if not STORE.exists():
@@ -80,7 +97,8 @@ def main() -> None:
     timed_watch()  # untimed: fills the bytecode cache
     times = [timed_watch() for _ in range(3)]
     report = json.loads((DATA / "watch_report.json").read_text())
-    looks = {"pass/fail": per_look(True), "scores": per_look(False)}
+    looks = {"pass/fail": per_look(True), "scores": per_look(False),
+             "three pairs, pass/fail": per_item_three_pairs()}  # fmt: skip
     result = {
         "watch_1m": {"samples": 2 * SAMPLES, "first_s": times[0], "best_s": min(times),
                      "verdict": report["verdict"], "n_seen": report["pairs"][0]["n_seen"]},

@@ -139,11 +139,14 @@ def betting_interval(
     null_value: float | None = None,
     truncation: float = TRUNCATION,
     horizon: int | Sequence[int] | None = None,
+    precision: float = 2.0**-BISECTION_STEPS,
 ) -> BettingInterval:
     """The hedged-capital interval for the (weighted) mean of `values`, which must lie in
-    `bounds`. `null_value` (on the values' scale): the p-value reported is of "the mean is
-    null_value" (None: no test, p = 1). `horizon` (schedule "sequence" only): the bets tuned at
-    that many units, or the average capital over several horizons (None: WSR Theorem 3)."""
+    `bounds`; its ends found to `precision` of the scale's width (conservatively: the end
+    reported is outside the interval by at most that). `null_value` (on the values' scale): the
+    p-value reported is of "the mean is null_value" (None: no test, p = 1). `horizon` (schedule
+    "sequence" only): the bets tuned at that many units, or the average capital over several
+    horizons (None: WSR Theorem 3)."""
     lo, hi = float(bounds[0]), float(bounds[1])
     if not lo < hi:
         raise InputError(f"bounds must satisfy low < high, got {bounds}", parameters=["bounds"])
@@ -200,9 +203,17 @@ def betting_interval(
 
     threshold = math.log(1.0 / alpha)
     # θK⁺ falls with m: the lower end is where it crosses 1/α; (1 − θ)K⁻ rises: the upper end.
-    low = _root(lambda m: math.log(THETA) + log_k(m, up=True) - threshold, estimate, lower=True)
+    low = _root(
+        lambda m: math.log(THETA) + log_k(m, up=True) - threshold,
+        estimate,
+        lower=True,
+        precision=precision,
+    )
     high = _root(
-        lambda m: math.log(1 - THETA) + log_k(m, up=False) - threshold, estimate, lower=False
+        lambda m: math.log(1 - THETA) + log_k(m, up=False) - threshold,
+        estimate,
+        lower=False,
+        precision=precision,
     )
     p_value = 1.0
     if null_value is not None and lo <= null_value <= hi:
@@ -244,7 +255,13 @@ def check_horizons(horizon: int | Sequence[int] | None) -> tuple[int, ...] | Non
     return tuple(int(h) for h in values)
 
 
-def _root(excess: Callable[[FloatArray], FloatArray], estimate: float, *, lower: bool) -> float:
+def _root(
+    excess: Callable[[FloatArray], FloatArray],
+    estimate: float,
+    *,
+    lower: bool,
+    precision: float = 2.0**-BISECTION_STEPS,
+) -> float:
     """One end of the interval: `excess(m)` is < 0 inside the interval and monotone in m, so the
     lower end is searched on [0, estimate] and the upper one on [estimate, 1] — by multisection,
     SECTIONS candidates a round in one call, to 2⁻⁶⁰ of the scale; the point returned is the last
@@ -256,7 +273,7 @@ def _root(excess: Callable[[FloatArray], FloatArray], estimate: float, *, lower:
     if not ends[1] < 0:  # only for pathological orders: the interval is the estimate
         return estimate
     out, ins = far, estimate
-    while abs(ins - out) > 2.0**-BISECTION_STEPS:
+    while abs(ins - out) > precision:
         grid = out + (ins - out) * np.arange(1, SECTIONS + 1) / (SECTIONS + 1)
         inside = excess(grid) < 0
         first = int(np.argmax(inside)) if inside.any() else SECTIONS

@@ -55,7 +55,12 @@ import numpy.typing as npt
 from scipy import special
 
 from calipers.errors import InputError
-from calipers.stats.betting import BettingInterval, betting_interval, check_horizons
+from calipers.stats.betting import (
+    BISECTION_STEPS,
+    BettingInterval,
+    betting_interval,
+    check_horizons,
+)
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -296,10 +301,12 @@ def confidence_sequence(
     horizon: int | Sequence[int] | None = None,
     truncation: float = SEQUENCE_TRUNCATION,
     null_value: float | None = None,
+    precision: float | None = None,
 ) -> BettingInterval:
     """The betting confidence sequence at the current n (the values so far, in the order they
     arrived): an interval that holds at every n at once with probability ≥ `confidence_level`,
-    so it may be read after every value. `horizon` as `BettingEProcess`."""
+    so it may be read after every value. `horizon` as `BettingEProcess`; `precision`: of the
+    ends, as a share of the scale's width (None: betting_interval's, far below any digit)."""
     return betting_interval(
         values,
         bounds=bounds,
@@ -308,6 +315,7 @@ def confidence_sequence(
         horizon=horizon,
         truncation=truncation,
         null_value=null_value,
+        precision=2.0**-BISECTION_STEPS if precision is None else precision,
     )
 
 
