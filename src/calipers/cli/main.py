@@ -31,6 +31,7 @@ COMMANDS = {
     "compare": "compare", "plan": "plan", "grade": "grade", "rank": "rank",
     "check": "check", "init": "check", "run": "run", "demo": "demo", "report": "report",
     "watch": "watch",
+    "view": "view",
 }  # fmt: skip
 COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 

@@ -4,6 +4,7 @@ through the `calipers.schemes` entry-point group (the entry point names a Scheme
 from __future__ import annotations
 
 import importlib
+import threading
 from importlib.metadata import entry_points
 
 from calipers.errors import InputError
@@ -20,6 +21,8 @@ _BUILTIN_MODULES = (
 )
 _REGISTRY: dict[str, type[Scheme]] = {}
 _loaded = False
+_loading = False
+_LOAD_LOCK = threading.RLock()
 
 
 def register(cls: type[Scheme]) -> type[Scheme]:
@@ -32,10 +35,22 @@ def register(cls: type[Scheme]) -> type[Scheme]:
 
 
 def _load_all() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
+    # One thread loads; another asking meanwhile (`calipers view` warms the schemes up on a
+    # thread while a page may ask for one) waits for it instead of finding half a registry. A
+    # module that asks for a scheme while it is being imported (the same thread) is not made
+    # to load it again.
+    global _loaded, _loading
+    with _LOAD_LOCK:
+        if _loaded or _loading:
+            return
+        _loading = True
+        try:
+            _load_modules()
+        finally:
+            _loaded, _loading = True, False
+
+
+def _load_modules() -> None:
     for module in _BUILTIN_MODULES:
         importlib.import_module(module)
     for ep in entry_points(group=ENTRY_POINT_GROUP):

@@ -420,13 +420,13 @@ def peek_notes(staged: StagedScores, control: str, treatments: list[str]) -> lis
     A fixed-n verdict read again and again as a run grows is wrong far more often than its α
     (17% over ten looks on identical pass/fail systems, issue 36); `calipers watch` is the
     comparison that stays valid at every look."""
-    have = set(np.unique(staged.fetch(control).sid).tolist())
+    have = np.unique(staged.fetch(control).sid)
     notes = []
     for treatment in treatments:
-        got = len(have & set(np.unique(staged.fetch(treatment).sid).tolist()))
-        if got < len(have):
+        got = int(np.intersect1d(have, staged.fetch(treatment).sid, assume_unique=False).size)
+        if got < have.size:
             notes.append(
-                f"{treatment} has {got} of the {len(have)} samples of {control}: if it is still "
+                f"{treatment} has {got} of the {have.size} samples of {control}: if it is still "
                 "running, this verdict is a peek, and comparing again as it grows gives false "
                 "verdicts far more often than α; `calipers watch` decides as the data arrives, "
                 "valid at every look (docs/sequential.md)"

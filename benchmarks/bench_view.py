@@ -1,0 +1,256 @@
+"""`calipers view` on a store of 100 runs × 10,000 samples: cold start and page times.
+
+    .venv/bin/python benchmarks/bench_view.py          # the 100 × 10k store
+    .venv/bin/python benchmarks/bench_view.py --big    # also the flips of a 2 × 1M comparison
+
+Builds (once) benchmarks/data/view_100x10k.duckdb in SQL: 100 runs (run-000 … run-099) of
+10,000 samples in 10 tasks, one epoch each — `correct` and scores{accuracy}, an input, the
+expected answer and an output, cost and tokens, two assertions and an overall judgment with a
+rationale, so the runs page computes a layered composite for every run. Then starts `calipers
+view --port 0` in a fresh process (run from bytecode, `_machine.bytecode_env`) and times, over
+HTTP on 127.0.0.1:
+
+- cold start: from the process start to the listening line, and to the first runs page;
+- each page the first time it is asked for (computed: a comparison is made, its plots drawn) and
+  again (kept until the store changes: the median of 5).
+
+With --big, the same server process is started on benchmarks/data/compare_metric_2x1m.duckdb (two
+runs of 500,000 samples × 2 epochs; bench_compare.py builds it) and times the comparison page and
+the first page of its flips. Goals (issue 37): cold start ≤ 1 s, any page ≤ 300 ms, the flips of a
+2 × 1M comparison, first page, ≤ 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import json
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+from urllib.request import urlopen
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _machine import bytecode_env, save
+
+DATA = Path(__file__).parent / "data"
+STORE = DATA / "view_100x10k.duckdb"
+BIG = DATA / "compare_metric_2x1m.duckdb"
+RUNS, SAMPLES = 100, 10_000
+
+
+def build_store(path: Path) -> None:
+    from calipers.data.store import Store
+
+    with Store(path) as store:
+        store.con.execute(
+            f"""
+            INSERT INTO samples (run, task, sample_id, epoch, correct, scores, input, expected,
+                                 output, cost_usd, tokens_in, tokens_out, assertions, judgments,
+                                 source, imported_at)
+            SELECT printf('run-%03d', r), 'task-' || (i % 10), 's' || i, 0, ok,
+                   MAP {{'accuracy': ok::DOUBLE}},
+                   'Question ' || i || ': what is ' || i || ' + ' || i || '? Answer briefly.',
+                   (2 * i)::VARCHAR,
+                   CASE WHEN ok THEN 'The answer is ' || (2 * i) || '.'
+                        ELSE 'I think it is ' || (2 * i + 1) || ', roughly.' END,
+                   0.001, 40, 12,
+                   [{{'name': 'has-number', 'type': 'contains', 'layer': NULL, 'weight': 1.0,
+                      'passed': ok, 'value': NULL, 'detail': NULL}},
+                    {{'name': 'short', 'type': 'max_length', 'layer': NULL, 'weight': 1.0,
+                      'passed': random() < 0.9, 'value': NULL, 'detail': NULL}}],
+                   [{{'judge': 'judge-a', 'dimension': NULL,
+                      'score': CASE WHEN ok THEN 4 ELSE 2 END, 'scale_min': NULL,
+                      'scale_max': NULL,
+                      'rationale': CASE WHEN ok THEN 'Right and brief.' ELSE 'Wrong sum.' END,
+                      'red_flags': NULL, 'bonuses': NULL, 'error': NULL, 'prompt_hash': NULL,
+                      'repeat': 0}}],
+                   'benchmarks/bench_view.py', now()::TIMESTAMP
+            FROM (SELECT r, i, random() < 0.6 + 0.001 * r AS ok
+                  FROM range({RUNS}) a(r), range({SAMPLES}) b(i))
+            """
+        )
+        store.refresh_layer_inputs()  # what an import does with the samples it writes
+
+
+class Server:
+    """`calipers view --db DB --port 0` in a fresh process; `url` once it listens."""
+
+    def __init__(self, db: Path) -> None:
+        calipers = Path(sys.executable).with_name("calipers")
+        self.start = time.perf_counter()
+        self.process = subprocess.Popen(
+            [str(calipers), "view", "--db", str(db), "--port", "0"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=bytecode_env(),
+        )  # fmt: skip
+        atexit.register(self.kill)  # a benchmark that fails midway leaves no server behind
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        self.listening_s = time.perf_counter() - self.start
+        found = re.search(r"http://127\.0\.0\.1:\d+", line)
+        if not found:
+            self.process.kill()
+            raise RuntimeError(f"calipers view did not start: {line!r} {self.process.stderr}")
+        self.url = found.group(0)
+
+    def get(self, path: str, **params: str) -> float:
+        """Seconds for one request (its whole body read); a non-200 is an error."""
+        address = self.url + path + ("?" + urlencode(params) if params else "")
+        t0 = time.perf_counter()
+        with urlopen(address, timeout=600) as response:
+            response.read()
+            if response.status != 200:
+                raise RuntimeError(f"{address}: {response.status}")
+        return time.perf_counter() - t0
+
+    def first_page_s(self) -> float:
+        """From the process start to the runs page's answer (polling until it listens)."""
+        while True:
+            try:
+                self.get("/")
+                return time.perf_counter() - self.start
+            except OSError:
+                time.sleep(0.01)
+
+    def complete_s(self) -> float:
+        """From the process start until the runs page shows every layered composite (computed on
+        a thread after the first page when there are many)."""
+        while True:
+            with urlopen(self.url + "/runs.json", timeout=600) as response:
+                if not json.loads(response.read())["layered_pending"]:
+                    return time.perf_counter() - self.start
+            time.sleep(0.05)
+
+    def peak_rss_mb(self) -> float:
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        return int(re.search(r"VmHWM:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
+
+    def stop(self) -> None:
+        self.process.send_signal(2)  # Ctrl-C
+        self.process.communicate(timeout=30)
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+def timed(server: Server, label: str, path: str, **params: str) -> dict[str, float]:
+    first = server.get(path, **params)
+    again = statistics.median(server.get(path, **params) for _ in range(5))
+    print(f"{label:<44} first {first * 1000:8.1f} ms   again {again * 1000:7.1f} ms")
+    return {"first_ms": first * 1000, "again_ms": again * 1000}
+
+
+def bench_store() -> dict[str, object]:
+    if not STORE.exists():
+        t0 = time.perf_counter()
+        build_store(STORE)
+        print(f"built {STORE} in {time.perf_counter() - t0:.1f} s")
+    from calipers.data.store import Store
+
+    with Store(STORE):  # untimed: a store from an older calipers is upgraded by a write
+        pass
+    warm = Server(STORE)  # untimed: fills the bytecode cache (see bytecode_env)
+    warm.first_page_s()
+    warm.stop()
+    server = Server(STORE)
+    cold = {"listening_s": server.listening_s, "first_runs_page_s": server.first_page_s(),
+            "composites_shown_s": server.complete_s()}  # fmt: skip
+    print(
+        f"cold start: listening {cold['listening_s']:.2f} s, first runs page "
+        f"{cold['first_runs_page_s']:.2f} s, every layered composite shown "
+        f"{cold['composites_shown_s']:.2f} s"
+    )
+    time.sleep(2)  # the warm-up thread's imports done, as they are by the time one picks runs
+    metric = {"baseline": "run-000", "candidate": "run-001", "scheme": "metric",
+              "metric": "accuracy"}  # fmt: skip
+    layered = {"baseline": "run-002", "candidate": "run-003", "scheme": "layered"}
+    other = {"baseline": "run-004", "candidate": "run-005", "scheme": "metric",
+             "metric": "correct", "margin": "0.02"}  # fmt: skip
+    sample = {"run": "run-000", "other": "run-001", "task": "task-3", "id": "s13",
+              "scheme": "metric", "metric": "accuracy"}  # fmt: skip
+    pages = {
+        "runs (/)": timed(server, "runs (/), after the first", "/"),
+        "runs.json": timed(server, "runs.json", "/runs.json"),
+        "search": timed(server, "runs, ?q=run-09", "/", q="run-09"),
+        "compare.json metric": timed(
+            server, "compare.json metric (computes)", "/compare.json", **metric
+        ),
+        "compare metric": timed(server, "compare metric (plots drawn first)", "/compare", **metric),
+        "compare metric, another pair": timed(
+            server, "compare metric + margin, a new pair", "/compare", **other
+        ),
+        "compare layered": timed(server, "compare layered (computes)", "/compare", **layered),
+        "flips regressions": timed(
+            server, "flips, regressions", "/flips", **metric, kind="regressions"
+        ),
+        "flips page 40": timed(server, "flips, page 40", "/flips", **metric, page="40"),
+        "flips task, class": timed(
+            server,
+            "flips, task-3, stable",
+            "/flips",
+            **metric,
+            task="task-3",
+            **{"class": "stable"},
+        ),
+        "flips.json": timed(server, "flips.json", "/flips.json", **metric),
+        "sample": timed(server, "sample (with its comparison line)", "/sample", **sample),
+        "sample.json": timed(
+            server, "sample.json, another", "/sample.json", **{**sample, "id": "s23"}
+        ),
+    }
+    rss = server.peak_rss_mb()
+    server.stop()
+    print(f"server peak RSS {rss:.0f} MB")
+    return {"runs": RUNS, "samples_per_run": SAMPLES, "cold": cold, "pages": pages,
+            "peak_rss_mb": rss}  # fmt: skip
+
+
+def bench_big() -> dict[str, object]:
+    if not BIG.exists():
+        from bench_compare import build_metric_store
+
+        t0 = time.perf_counter()
+        build_metric_store(BIG)
+        print(f"built {BIG} in {time.perf_counter() - t0:.1f} s")
+    server = Server(BIG)
+    server.first_page_s()
+    pair = {"baseline": "control", "candidate": "treatment", "scheme": "metric",
+            "metric": "accuracy"}  # fmt: skip
+    flips_cold = server.get("/flips", **pair, kind="regressions")
+    print(f"2 × 1M: flips, first page, the comparison included: {flips_cold * 1000:.0f} ms")
+    pages = {
+        "flips first page, comparison included": {"first_ms": flips_cold * 1000},
+        "flips page 2": timed(
+            server, "2 × 1M: flips, page 2", "/flips", **pair, kind="regressions", page="2"
+        ),
+        "flips task filter": timed(
+            server, "2 × 1M: flips, task-7", "/flips", **pair, task="task-7"
+        ),
+        "compare": timed(server, "2 × 1M: compare (plots drawn first)", "/compare", **pair),
+    }
+    rss = server.peak_rss_mb()
+    server.stop()
+    print(f"server peak RSS {rss:.0f} MB")
+    return {"pages": pages, "peak_rss_mb": rss}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--big", action="store_true", help="also the 2 × 1M comparison's flips")
+    args = parser.parse_args()
+    DATA.mkdir(exist_ok=True)
+    result: dict[str, object] = {"store_100x10k": bench_store()}
+    if args.big:
+        result["compare_2x1m"] = bench_big()
+    print(json.dumps(result, indent=2))
+    save("view", result)
+
+
+if __name__ == "__main__":
+    main()

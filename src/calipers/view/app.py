@@ -1,0 +1,414 @@
+"""The viewer's web app: four pages over the store, each with a JSON twin at the same address
+plus `.json`, served by Starlette (`create_app`; `calipers view` runs it with uvicorn).
+
+    /            (and /runs)  every run: counts, headline numbers, cost; tick two → compare
+    /compare     one comparison, verdict first (the twin is `calipers compare --json`'s document)
+    /flips       the samples that changed, filtered and paged
+    /sample      one sample of one run, beside another
+
+Every answer is built on a worker thread (the handlers are plain functions: Starlette runs them
+in its thread pool) from the store read as `reading.Reader` reads it. Safe by construction: every
+value reaches the page through jinja2's autoescape, every response carries a Content-Security-
+Policy that allows no script, no request anywhere, and forms only to this server, and the Host
+header must name this machine (a page elsewhere cannot reach the viewer by DNS rebinding).
+Query values are data: run names go to calipers' functions, which quote them, and the sample
+query is parameterised; none is ever a path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import shlex
+import threading
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.applications import Starlette
+from starlette.datastructures import MutableHeaders
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from calipers.data.files import visible_controls
+from calipers.errors import CalipersError, DataError
+from calipers.version import calipers_version
+from calipers.view.reading import (
+    BUSY_RETRY_S,
+    NotFound,
+    Reader,
+    StoreBusy,
+    begin_request,
+    fingerprint,
+    served_stale,
+)
+from calipers.view.runs import Composites
+
+LOG = logging.getLogger("calipers.view")
+
+# No script, style only inline, images only data: URLs (the plots are inline SVG), forms only to
+# this server, no framing, no <base>: nothing on a page can load or send anything elsewhere.
+CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; "
+    "base-uri 'none'; frame-ancestors 'none'"
+)
+HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",  # a reload reads the store again: new runs appear
+}
+LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1", "[::1]"]
+TEMPLATES = ("view_runs.html.j2", "view_compare.html.j2", "view_flips.html.j2",
+             "view_sample.html.j2", "view_message.html.j2")  # fmt: skip
+
+
+class SecurityHeaders:
+    """Adds `HEADERS` to every response, error pages and the host check's refusal included."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in HEADERS.items():
+                    headers[name] = value
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+@dataclass
+class Page:
+    """What a handler answers: the template and its context for the page, and the twin's data
+    (or its text, already serialised)."""
+
+    template: str
+    title: str
+    context: dict[str, Any]
+    twin: Any
+    twin_text: str | None = None
+
+
+def _url(path: str, params: Mapping[str, Any] | None = None, **extra: Any) -> str:
+    """`path?query` from `params` and `extra` (empty values left out), encoded: a name is never
+    markup or a path here, only a query value."""
+    merged = {k: v for k, v in {**(params or {}), **extra}.items() if v not in (None, "")}
+    return path + ("?" + urlencode(merged) if merged else "")
+
+
+def _twin_url(request: Request) -> str:
+    path = "/runs" if request.url.path in ("/", "") else request.url.path
+    query = request.url.query
+    return path + ".json" + (f"?{query}" if query else "")
+
+
+class Viewer:
+    """The pages over one store; `routes()` for Starlette."""
+
+    def __init__(self, db: Path) -> None:
+        from calipers.render.html import environment
+
+        self.db = db
+        self.reader = Reader(db)
+        self.env = environment("calipers.view")
+        self.env.globals["url"] = _url
+        self.composites = Composites()  # the runs' layered composites, kept apart
+
+    # ------------------------------------------------------------------ plumbing
+
+    def routes(self) -> list[Route]:
+        pages: dict[str, Callable[[Request], Page]] = {
+            "/runs": self.runs,
+            "/compare": self.compare,
+            "/flips": self.flips,
+            "/sample": self.sample,
+        }
+        out = [Route("/", self._endpoint(self.runs, twin=False), methods=["GET"])]
+        for path, build in pages.items():
+            out.append(Route(path, self._endpoint(build, twin=False), methods=["GET"]))
+            out.append(Route(path + ".json", self._endpoint(build, twin=True), methods=["GET"]))
+        return out
+
+    def _endpoint(self, build: Callable[[Request], Page], *, twin: bool) -> Callable[..., Any]:
+        # A plain function: Starlette runs it on its thread pool, so a slow read never holds the
+        # event loop (and other requests) up.
+        def endpoint(request: Request) -> Response:
+            begin_request()
+            try:
+                page = build(request)
+                stale = served_stale()
+                # the store is being written: this is how it stood before; the page reloads
+                headers = {"X-Calipers-Store": "busy; shown as before the write in progress",
+                           "Retry-After": str(BUSY_RETRY_S)} if stale else None  # fmt: skip
+                if twin:
+                    text = page.twin_text if page.twin_text is not None else _json(page.twin)
+                    return Response(text, headers=headers, media_type="application/json")
+                page.context.setdefault("stale", stale)
+                html = self._render(request, page)
+                return Response(html, headers=headers, media_type="text/html")
+            except StoreBusy as exc:
+                return self._message(
+                    request, twin, 503, "Store busy, retrying", str(exc) + ".",
+                    f"This page reloads itself in {BUSY_RETRY_S} s; the write will end soon.",
+                    refresh=BUSY_RETRY_S,
+                )  # fmt: skip
+            except CalipersError as exc:
+                status = 404 if isinstance(exc, NotFound) else 422 if isinstance(
+                    exc, DataError) else 400  # fmt: skip
+                message, hint = _in_query_names(exc)
+                heading = "Not found" if status == 404 else "Cannot show this page"
+                return self._message(request, twin, status, heading, message, hint)
+            except Exception as exc:  # a bug: its traceback goes to the terminal, not the page
+                LOG.exception("calipers view: %s failed", request.url.path)
+                return self._message(
+                    request, twin, 500, "Error in calipers view",
+                    f"calipers view failed on this page ({type(exc).__name__}).",
+                    "The traceback is in the terminal that runs calipers view; please report it.",
+                )  # fmt: skip
+
+        return endpoint
+
+    def _render(self, request: Request, page: Page) -> str:
+        template = self.env.get_template(page.template)
+        context = {"stale": False, "refresh": None, **page.context}
+        return str(
+            template.render(
+                title=page.title, store=str(self.db), version=calipers_version(),
+                json_url=_twin_url(request), busy_retry=BUSY_RETRY_S, **context,
+            )
+        )  # fmt: skip
+
+    def _message(
+        self, request: Request, twin: bool, status: int, heading: str, message: str,
+        hint: str | None, *, refresh: int | None = None,
+    ) -> Response:  # fmt: skip
+        headers = {"Retry-After": str(refresh)} if refresh else None
+        if twin:
+            body = {"error": message, "hint": hint, "status": status}
+            return Response(_json(body), status, headers, media_type="application/json")
+        page = Page("view_message.html.j2", heading, {"heading": heading, "message": message,
+                    "hint": hint, "refresh": refresh}, None)  # fmt: skip
+        return Response(self._render(request, page), status, headers, media_type="text/html")
+
+    def listing(self) -> dict[str, Any]:
+        """The runs page's data (`runs.runs_listing`), with the layered composites known."""
+        from calipers.view.runs import runs_listing
+
+        stamp = repr(fingerprint(self.db))
+        listing = self.reader.cached(("runs",), lambda store: runs_listing(store, stamp))
+        return self.composites.fill(listing, self.reader.read)
+
+    # ------------------------------------------------------------------ pages
+
+    def runs(self, request: Request) -> Page:
+        data = self.listing()
+        q = request.query_params.get("q", "").strip()
+        shown = [r for r in data["runs"] if q.casefold() in r["run"].casefold()]
+        twin = {**data, "query": q or None, "runs": shown}
+        context: dict[str, Any] = {"data": data, "shown": shown, "q": q}
+        if data["layered_pending"]:  # the composites are on their way: look again shortly
+            context["refresh"] = 2
+        return Page("view_runs.html.j2", "Runs", context, twin)
+
+    def _pick(self, request: Request, *, prefix: str = "") -> Any:
+        from calipers.view.comparing import pick
+
+        params = dict(request.query_params)
+        if prefix:  # the sample page: the runs shown are the pair
+            params = {**params, "baseline": params.get("run", ""),
+                      "candidate": params.get("other", "")}  # fmt: skip
+        return pick(params, request.query_params.getlist("run") if not prefix else [],
+                    self.listing())  # fmt: skip
+
+    def _compared(self, chosen: Any) -> Any:
+        from calipers.view.comparing import compare
+
+        key = ("compare", chosen.baseline, chosen.candidate, chosen.scheme, chosen.options)
+        return self.reader.cached(key, lambda store: compare(store, chosen), big=True)
+
+    def compare(self, request: Request) -> Page:
+        from calipers.stats.estimate import INTERVAL_METHODS
+        from calipers.verdicts.persample import CLUSTERS
+        from calipers.view.comparing import plots, task_bars
+
+        chosen = self._pick(request)
+        compared = self._compared(chosen)
+        if request.url.path.endswith(".json"):  # the twin: the report, as `--json` writes it
+            from calipers.render.json_report import dumps
+
+            return Page("", "", {}, None, twin_text=dumps(compared.report))
+        runs = {r["run"]: r for r in self.listing()["runs"]}
+        both = [runs.get(chosen.baseline, {}), runs.get(chosen.candidate, {})]
+        metrics = [m for m in both[0].get("metrics", {}) if m in both[1].get("metrics", {})]
+        query = chosen.query()
+        report = compared.report
+        context = {
+            "pick": chosen, "report": report, "pair": compared.pair, "query": query,
+            "label": _label(report), "plots": plots(compared), "run_names": list(runs),
+            "bars": task_bars(compared.pair),
+            "metrics": metrics, "clusters": [c for c in CLUSTERS if c != "auto"],
+            "intervals": [m for m in INTERVAL_METHODS if m != "auto"],
+            "flips": (report.get("flips") or [None])[0],
+            "swap_url": _url("/compare", query, baseline=chosen.candidate,
+                             candidate=chosen.baseline),
+            "command": self._command(chosen),
+        }  # fmt: skip
+        title = f"{chosen.candidate} against {chosen.baseline}"
+        return Page("view_compare.html.j2", title, context, None)
+
+    def _command(self, chosen: Any) -> str:
+        words = ["calipers", "compare", "--db", str(self.db), "--scheme", chosen.scheme,
+                 "--baseline", chosen.baseline, "--candidate", chosen.candidate]  # fmt: skip
+        for name, value in chosen.query().items():
+            if name not in ("baseline", "candidate", "scheme"):
+                words += [f"--{name}"] if name == "equivalence" else [f"--{name}", value]
+        return visible_controls(" ".join(shlex.quote(w) for w in words) + " --gate none --json -")
+
+    def flips(self, request: Request) -> Page:
+        from calipers.view.comparing import flips_page
+
+        chosen = self._pick(request)
+        params = request.query_params
+        kind, task, klass = params.get("kind", ""), params.get("task", ""), params.get("class", "")
+        page = _page_number(params.get("page", "1"))
+        data = flips_page(self._compared(chosen), chosen, kind=kind, task=task, klass=klass,
+                          page=page)  # fmt: skip
+        query = chosen.query()
+        sample_query = {k: v for k, v in query.items() if k not in ("baseline", "candidate")}
+        sample_query = {"run": chosen.baseline, "other": chosen.candidate, **sample_query}
+        context = {
+            "data": data, "query": query, "sample_query": sample_query,
+            "filter_query": {**query, "kind": kind, "task": task, "class": klass},
+        }  # fmt: skip
+        title = f"Flips of {chosen.candidate} against {chosen.baseline}"
+        return Page("view_flips.html.j2", title, context, data)
+
+    def sample(self, request: Request) -> Page:
+        from calipers.view.comparing import sample_change
+        from calipers.view.sample import sample_detail
+
+        params = request.query_params
+        run, other = params.get("run", ""), params.get("other", "")
+        task, sample_id = params.get("task"), params.get("id")
+        if not run or task is None or sample_id is None:
+            from calipers.errors import InputError
+
+            raise InputError(
+                "a sample page needs `run`, `task` and `id` (and `other`, a run to show beside)",
+                hint="Open samples from a comparison's flips.",
+            )
+        data = self.reader.cached(
+            ("sample", run, other, task, sample_id),
+            lambda store: sample_detail(store, run, other, task, sample_id),
+        )
+        change, compare_query = {}, None
+        if other and params.get("scheme"):  # opened from a comparison: its line for the sample
+            chosen = self._pick(request, prefix="sample")
+            change = sample_change(self._compared(chosen), chosen, task, sample_id)
+            compare_query = chosen.query()
+        twin = {**data, "change": change or None}
+        context = {"data": data, "change": change, "compare_query": compare_query}
+        return Page("view_sample.html.j2", f"Sample {sample_id}", context, twin)
+
+
+def _label(report: Mapping[str, Any]) -> str:
+    from calipers.schemes.layered.scoring import value_label
+
+    return value_label(report["scheme"], report["parameters"])
+
+
+def _page_number(text: str) -> int:
+    from calipers.errors import InputError
+
+    try:
+        return int(text)
+    except ValueError:
+        raise InputError(f"page={text!r} is not a page number", parameters=["page"]) from None
+
+
+def _json(data: Any) -> str:
+    from calipers.render.json_report import clean
+
+    return json.dumps(clean(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _in_query_names(exc: CalipersError) -> tuple[str, str | None]:
+    """The library names its parameters (`confidence_level`); the page names the query's."""
+    from calipers.view.comparing import QUERY_NAMES
+
+    message, hint = exc.message, exc.hint
+    for name in exc.parameters:
+        shown = f"`{QUERY_NAMES.get(name, name)}`"
+        message = message.replace(f"`{name}`", shown)
+        hint = hint.replace(f"`{name}`", shown) if hint else hint
+    return message, hint
+
+
+def allowed_hosts(host: str) -> list[str]:
+    """The Host headers the app answers: this machine's loopback names, and the address it was
+    bound to; any, when bound to every interface (0.0.0.0, ::), as the user then asked."""
+    if host in ("0.0.0.0", "::", ""):
+        return ["*"]
+    return list(dict.fromkeys([*LOOPBACK_HOSTS, host]))
+
+
+def create_app(db: Path, *, host: str = "127.0.0.1", warm: bool = False) -> Starlette:
+    """The viewer of the store at `db`, answering requests addressed to `host` (and loopback).
+    `warm`: on a thread at start, list the runs (the first page) and load the statistics and
+    plotting stack, so that the first pages do not wait for them."""
+    viewer = Viewer(Path(db))
+
+    def warm_up() -> None:
+        try:
+            viewer.listing()  # a request meanwhile waits for this one (Reader.cached)
+            for name in TEMPLATES:  # compiled once, here rather than on each page's first view
+                viewer.env.get_template(name)
+            from calipers.render.plots import forest
+            from calipers.view import comparing  # noqa: F401
+
+            forest([("warm", 0.0, -1.0, 1.0, False)], title="warm")  # matplotlib's fonts
+        except Exception:  # only a head start: the request that needs it will say what failed
+            LOG.debug("warm-up failed", exc_info=True)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if warm:
+            threading.Thread(target=warm_up, name="calipers-view-warm", daemon=True).start()
+        yield
+
+    async def no_page(request: Request, exc: Exception) -> Response:
+        # an address that is not a page, or a method other than GET: said like every error
+        status = int(getattr(exc, "status_code", 404))
+        pages = "/ (the runs), /compare, /flips, /sample; each also as .json"
+        heading, message = ("Not found", f"no page at {request.url.path}") if status == 404 \
+            else ("Not allowed", f"{request.method} is not how a page is asked for")  # fmt: skip
+        hint = f"The pages: {pages}." if status == 404 else "Pages are read with GET."
+        twin = request.url.path.endswith(".json")
+        return viewer._message(request, twin, status, heading, message, hint)
+
+    app = Starlette(
+        exception_handlers={404: no_page, 405: no_page},
+        routes=viewer.routes(),
+        middleware=[
+            Middleware(SecurityHeaders),
+            Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(host)),
+        ],
+        lifespan=lifespan,
+    )
+    app.state.viewer = viewer  # for tests and tools: its `reader` counts the locked opens
+    return app

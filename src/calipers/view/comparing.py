@@ -1,0 +1,351 @@
+"""The compare and flips pages' data: which comparison a query asks for, the comparison itself
+(`calipers.compare`, the call `calipers compare` makes, so the page says what `--json` says), and
+the flips of its pair, filtered and paged.
+
+A query names its runs (`baseline`, `candidate`, or two `run`s ticked on the runs page) and the
+options, by the names of `calipers compare`'s flags (`metric`, `margin`, `cluster`, …). As on the
+command line, an option is passed to the library only when it was given, so the scheme's own
+defaults apply and the report's `parameters` are those `--json` would show. Without a scheme the
+viewer picks one the runs allow, and says so: layered when both runs have assertions or
+judgments, else metric with the first metric both runs have (`correct` first)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from calipers import api
+from calipers.data.store import Store
+from calipers.errors import InputError
+from calipers.view.reading import NotFound
+
+PAIRED_SCHEMES = ("metric", "layered")  # the schemes whose comparisons have flips
+PER_PAGE = 25  # flips listed per page
+DIRECTIONS = {"regressions": "regression", "improvements": "improvement"}
+CLASSES = ("stable", "flaky", "judge-only", "error")
+
+
+def _text(name: str, value: str) -> str:
+    return value
+
+
+def _number(name: str, value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number):
+        raise InputError(f"{name}={value!r} is not a finite number", parameters=[name])
+    return number
+
+
+def _integer(name: str, value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise InputError(f"{name}={value!r} is not a whole number", parameters=[name]) from None
+
+
+def _flag(name: str, value: str) -> bool:
+    if value.lower() in ("1", "true", "on", "yes"):
+        return True
+    if value.lower() in ("0", "false", "off", "no"):
+        return False
+    raise InputError(f"{name}={value!r}: give 1 or 0", parameters=[name])
+
+
+# query parameter (the flag's name) → the library's option and how the text becomes its value,
+# as click types it for `calipers compare`
+OPTIONS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
+    "metric": ("metric", _text),
+    "bounds": ("bounds", _text),
+    "margin": ("margin", _text),
+    "equivalence": ("equivalence", _flag),
+    "cluster": ("cluster", _text),
+    "interval": ("interval", _text),
+    "confidence": ("confidence_level", _number),
+    "errors": ("errors", _text),
+    "adjust": ("adjust", _text),
+    "seed": ("seed", _integer),
+}
+QUERY_NAMES = {option: query for query, (option, _) in OPTIONS.items()} | {
+    "candidates": "candidate"
+}
+
+
+@dataclass(frozen=True)
+class Pick:
+    """The comparison a query asks for: two runs, a scheme, the options given (library names,
+    in `OPTIONS` order), and how the viewer chose what the query left out."""
+
+    baseline: str
+    candidate: str
+    scheme: str
+    options: tuple[tuple[str, Any], ...]
+    chosen: str | None = field(default=None, compare=False)
+
+    def query(self) -> dict[str, str]:
+        """The query that names this comparison (links to its pages)."""
+        out = {"baseline": self.baseline, "candidate": self.candidate, "scheme": self.scheme}
+        for option, value in self.options:
+            text = ("1" if value else "0") if isinstance(value, bool) else str(value)
+            out[QUERY_NAMES.get(option, option)] = text
+        return out
+
+    def option(self, name: str) -> Any:
+        return dict(self.options).get(name)
+
+
+def _named(run: str, runs: Mapping[str, dict[str, Any]]) -> str:
+    if run in runs:
+        return run
+    names = list(runs)
+    raise NotFound(
+        f"no run {run!r} in the store",
+        hint=f"Runs there: {', '.join(names[:10]) or '(none)'}" + (" …" if len(names) > 10 else "")
+        + ". Reload the runs page to pick again.",
+    )  # fmt: skip
+
+
+def pick(params: Mapping[str, str], ticked: list[str], listing: dict[str, Any]) -> Pick:
+    """The comparison `params` ask for, checked against the runs of `listing` (the runs page's
+    data); `ticked`: the runs ticked on the runs page (`run=A&run=B`), the earlier import the
+    baseline, used when `baseline` and `candidate` are not given."""
+    runs = {r["run"]: r for r in listing["runs"]}
+    baseline, candidate = params.get("baseline", ""), params.get("candidate", "")
+    if not (baseline or candidate) and ticked:
+        if len(ticked) != 2:
+            raise InputError(
+                f"tick two runs to compare ({len(ticked)} ticked)",
+                hint="Go back to the runs page and tick exactly two.",
+            )
+        first, second = (runs.get(_named(r, runs)) or {} for r in ticked)
+        older = sorted([first, second], key=lambda r: (r.get("last_import") or "", r["run"]))
+        baseline, candidate = older[0]["run"], older[1]["run"]
+    if not baseline or not candidate:
+        raise InputError(
+            "a comparison needs `baseline` and `candidate`",
+            hint="Tick two runs on the runs page, or add ?baseline=RUN&candidate=RUN.",
+            parameters=["baseline", "candidates"],
+        )
+    _named(baseline, runs)
+    _named(candidate, runs)
+    if baseline == candidate:
+        raise InputError(
+            "the baseline and the candidate are the same run",
+            hint="Pick two different runs.",
+            parameters=["baseline", "candidates"],
+        )
+    given: dict[str, Any] = {}
+    for name, (option, parse) in OPTIONS.items():
+        value = params.get(name, "").strip()
+        if value:
+            given[option] = parse(name, value)
+    scheme, chosen = params.get("scheme", "").strip(), None
+    if scheme and scheme not in PAIRED_SCHEMES:
+        raise InputError(
+            f"the viewer compares with the metric or layered scheme, not {scheme!r}",
+            hint=f"For {scheme}: calipers compare --scheme {scheme} --html PAGE.",
+            parameters=["scheme"],
+        )
+    both = (runs[baseline], runs[candidate])
+    if not scheme:
+        if "metric" in given:
+            scheme = "metric"
+        elif all(r.get("layered_observations") for r in both):
+            scheme, chosen = "layered", "both runs have assertions or judgments"
+        else:
+            scheme = "metric"
+    if scheme == "layered" and ("metric" in given or "bounds" in given):
+        # the form keeps the metric it showed when the scheme is switched to layered
+        given.pop("metric", None)
+        given.pop("bounds", None)
+        chosen = "the metric left out: the layered scheme compares its layers"
+    if scheme == "metric" and "metric" not in given:
+        shared = [m for m in both[0].get("metrics", {}) if m in both[1].get("metrics", {})]
+        if not shared:
+            raise InputError(
+                "these two runs share no metric (`correct` or a key of `scores`) and do not "
+                "both have assertions or judgments",
+                hint="Compare runs that were scored alike, or give ?metric=NAME.",
+                parameters=["metric"],
+            )
+        given["metric"] = shared[0]
+        chosen = f"the first metric both runs have ({len(shared)} shared)"
+    ordered = tuple((o, given[o]) for o, _ in OPTIONS.values() if o in given)
+    return Pick(baseline, candidate, scheme, ordered, chosen)
+
+
+@dataclass
+class Compared:
+    """A comparison as the pages use it: the result, its JSON document (what `calipers compare
+    --json --gate none` writes) and its plots, drawn when first shown."""
+
+    result: Any  # calipers.verdicts.compare.CompareResult
+    report: dict[str, Any]
+    plots: dict[str, str] | None = None
+
+    @property
+    def pair(self) -> dict[str, Any]:
+        return dict(self.report["pairs"][0])
+
+    def flips(self, candidate: str) -> Any:
+        """The candidate's `calipers.verdicts.flips.PairFlips`, or None."""
+        return dict(getattr(self.result, "flips", {}) or {}).get(candidate)
+
+
+def compare(store: Store, chosen: Pick) -> Compared:
+    """`calipers.compare` over the store's samples, as `calipers compare --db` calls it."""
+    from calipers.render.json_report import clean
+
+    result = api.compare(
+        store.samples(), chosen.scheme, baseline=chosen.baseline,
+        candidates=[chosen.candidate], **dict(chosen.options),
+    )  # fmt: skip
+    return Compared(result, clean(result.to_dict()))
+
+
+def plots(compared: Compared) -> dict[str, str]:
+    """The pair's forest of paired differences (the compared value and each layer): the SVG the
+    static page draws (render/plots.py). The tasks' intervals are drawn as bars in their table
+    (`task_bars`), which costs nothing next to a second figure (~0.1 s)."""
+    if compared.plots is not None:
+        return compared.plots
+    from calipers.render.plots import forest
+    from calipers.schemes.layered.scoring import value_label
+
+    report, pair = compared.report, compared.pair
+    label = value_label(report["scheme"], report["parameters"])
+
+    def row(name: str, d: Mapping[str, Any] | None) -> tuple[str, Any, Any, Any, bool]:
+        d = d or {}
+        return name, d.get("estimate"), d.get("low"), d.get("high"), bool(d.get("significant"))
+
+    level = f"{pair['confidence_level']:.0%} intervals"
+    margin = (pair.get("margin") or {}).get("margin")
+    drawn = {
+        "pair": forest(
+            [row(label, pair["composite"]), *(row(n, d) for n, d in pair["layers"].items())],
+            title=f"paired differences ({level})" + ("" if margin is None else
+                                                     f", margin ±{margin:.3g}"),
+            margin=margin,
+        )
+    }  # fmt: skip
+    compared.plots = drawn
+    return drawn
+
+
+def task_bars(pair: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    """Per task, where its difference and interval fall on one scale shared by the tasks (and
+    zero), in percent of the bar's width: `low`, `width`, `at` (the estimate) and `zero`."""
+    tasks: Mapping[str, Mapping[str, Any]] = pair.get("tasks") or {}
+    ends = [0.0] + [float(t[k]) for t in tasks.values() for k in ("low", "high", "diff")
+                    if t.get(k) is not None]  # fmt: skip
+    lo, hi = min(ends), max(ends)
+    span = (hi - lo) or 1.0
+
+    def at(x: float) -> float:
+        return round(100 * (x - lo) / span, 2)
+
+    bars = {}
+    for name, t in tasks.items():
+        if t.get("diff") is None:
+            continue
+        diff = float(t["diff"])
+        low = float(t["low"]) if t.get("low") is not None else diff
+        high = float(t["high"]) if t.get("high") is not None else diff
+        bars[name] = {"low": at(low), "width": max(at(high) - at(low), 0.5),
+                      "at": at(diff), "zero": at(0.0)}  # fmt: skip
+    return bars
+
+
+def _value(x: Any) -> Any:
+    if isinstance(x, np.generic):
+        x = x.item()
+    return None if isinstance(x, float) and not math.isfinite(x) else x
+
+
+def flips_page(
+    compared: Compared,
+    chosen: Pick,
+    *,
+    kind: str = "",
+    task: str = "",
+    klass: str = "",
+    page: int = 1,
+) -> dict[str, Any]:
+    """The pair's flips: the counts and tables of `PairFlips.to_dict()` (without its listed
+    flips), and the samples that regressed or improved — of one direction (`kind`), `task` and
+    class (`klass`) when given — largest change first, PER_PAGE of them on page `page`."""
+    if kind and kind not in DIRECTIONS:
+        raise InputError(f"kind={kind!r}: give regressions or improvements", parameters=["kind"])
+    if klass and klass not in CLASSES:
+        raise InputError(f"class={klass!r}: give one of {', '.join(CLASSES)}", parameters=["class"])
+    if page < 1:
+        raise InputError(f"page={page}: pages count from 1", parameters=["page"])
+    found = compared.flips(chosen.candidate)
+    if found is None:
+        raise InputError(f"the {chosen.scheme} comparison lists no flips")
+    summary = found.to_dict()
+    listed = {(f.task, f.sample_id): f for f in (*found.regressions, *found.improvements)}
+    del summary["regressions"], summary["improvements"]
+    if task and task not in summary["tasks"]:
+        raise NotFound(f"no task {task!r} in this comparison", hint="Pick a task from the table.")
+    s = found.samples
+    direction = np.asarray(s["direction"], dtype=object)
+    wanted = [DIRECTIONS[kind]] if kind else list(DIRECTIONS.values())
+    mask = np.isin(direction, wanted)
+    if task:
+        mask &= np.asarray(s["task"], dtype=object) == task
+    if klass:
+        mask &= np.asarray(s["kind"], dtype=object) == klass
+    rows = np.flatnonzero(mask)
+    size = np.abs(np.asarray(s["difference"], dtype=float)[rows])
+    # largest change first (an error with no outcome on one side has none: last), ties in the
+    # samples' (task, sample_id) order
+    rows = rows[np.argsort(-np.nan_to_num(size, nan=-1.0), kind="stable")]
+    pages = max(1, math.ceil(rows.size / PER_PAGE))
+    page = min(page, pages)
+    items = []
+    for j in rows[(page - 1) * PER_PAGE : page * PER_PAGE]:
+        item = {name: _value(s[name][j]) for name in s}
+        flip = listed.get((item["task"], item["sample_id"]))
+        item["diff"] = flip.diff if flip is not None else None
+        item["epoch_values"] = flip.epochs if flip is not None else None
+        items.append(item)
+    return {
+        "pair": {"baseline": chosen.baseline, "candidate": chosen.candidate},
+        "scheme": chosen.scheme,
+        "verdict": compared.pair["verdict"],
+        "filters": {"kind": kind or None, "task": task or None, "class": klass or None},
+        "page": page,
+        "pages": pages,
+        "per_page": PER_PAGE,
+        "total": int(rows.size),
+        "items": items,
+        "summary": summary,
+    }
+
+
+def sample_change(compared: Compared, chosen: Pick, task: str, sample_id: str) -> dict[str, Any]:
+    """One sample's line in the comparison: both values, the change, its direction and class
+    (and, for a listed flip, each epoch's values); {} when the pair does not hold it."""
+    found = compared.flips(chosen.candidate)
+    if found is None:
+        return {}
+    s = found.samples
+    at = np.flatnonzero(
+        (np.asarray(s["task"], dtype=object) == task)
+        & (np.asarray(s["sample_id"], dtype=object) == sample_id)
+    )
+    if not at.size:
+        return {}
+    line = {name: _value(s[name][int(at[0])]) for name in s}
+    for flip in (*found.regressions, *found.improvements):
+        if (flip.task, flip.sample_id) == (task, sample_id):
+            line["epoch_values"] = flip.epochs
+    return line
