@@ -110,6 +110,10 @@ def test_stop_options_are_checked_before_anything_runs(
     assert "no run 'nope'" in capsys.readouterr().err
     assert main(_run(project, "v3", 85, 0, "--stop", "zigzag", "--baseline", "v1")) == 1
     assert "zigzag" in capsys.readouterr().err
+    assert main(_run(project, "v3", 85, 0, "--stop", "hybrid", "--baseline", "v1",
+                     "--metric", "nosuch")) == 1  # fmt: skip
+    err = capsys.readouterr().err  # said of the user's baseline, not of calipers' private copy
+    assert "no sample in run 'v1' has the metric 'nosuch'" in err and "stop.duckdb" not in err
     assert main(_run(project, "v3", 85, 0, "--baseline", "v1")) == 1  # without --stop
     assert "--stop" in capsys.readouterr().err
     con = duckdb.connect(str(project / "store.duckdb"), read_only=True)

@@ -111,10 +111,18 @@ class Stopper:
                 parameters=["baseline"],
             )
         self.n_planned = len([t for t in self.sequence if t in self.have_baseline])
-        design = parse_design(plan.design, n_planned=self.n_planned)
-        staged = self.scheme.stage(
-            self.store.samples([plan.baseline]), [plan.baseline], self.compare_options
-        )
+        try:
+            design = parse_design(plan.design, n_planned=self.n_planned)
+            staged = self.scheme.stage(
+                self.store.samples([plan.baseline]), [plan.baseline], self.compare_options
+            )
+        except InputError as exc:
+            self.close()  # the private copy goes with the refusal
+            # said of the baseline in the user's store, not of the private copy
+            message = str(exc.message).replace(str(self.store.path), f"run '{plan.baseline}'")
+            raise InputError(
+                f"--stop: {message}", hint=exc.hint, parameters=exc.parameters
+            ) from None
         if staged.bounds is None:
             raise InputError(
                 "--stop needs the compared value's bounds",
