@@ -98,7 +98,7 @@ def csv_cases() -> Iterator[tuple[str, str]]:
             yield f"csv {column}={name}", header + "\n" + ",".join(changed)
 
 
-SUITE = "tasks:\n  - id: t\n    cases:\n      - input: hi\n        expected: hi\nepochs: 1\n"
+SUITE = "tasks:\n  - id: t\n    input: hi\n    expected: hi\nepochs: 1\n"
 SUITE_CASES = {
     "duplicate key": SUITE + "epochs: 2\n",
     "epochs string": SUITE.replace("epochs: 1", 'epochs: "2"'),
@@ -111,7 +111,10 @@ SUITE_CASES = {
     "not a mapping": "- 1\n- 2\n",
     "tab indent": SUITE.replace("  - id", "\t- id"),
     "duplicate tasks": SUITE + "tasks: []\n",
-    "weight string": SUITE.replace("    cases:", "    weight: '2'\n    cases:"),
+    "weight string": SUITE.replace(
+        "    expected: hi",
+        "    expected: hi\n    assertions:\n      - {type: contains, value: hi, weight: '2'}",
+    ),
     "exit code 999": SUITE + "transient_exit_codes: [999]\n",
     "anchor bomb": "a: &a [" + ",".join(["x"] * 50) + "]\nb: &b [" + ",".join(["*a"] * 50) + "]\n",
 }

@@ -134,7 +134,8 @@ def test_a_command_judge_that_prints_the_key_leaks_it_nowhere(
 def test_a_pipeline_that_prints_the_key_leaks_it_nowhere(
     tmp_path: Path, env: dict[str, str]
 ) -> None:
-    """Pipeline stderr (a failing task) and output (a passing one) with the key: masked in the
+    """Pipeline stderr (a failing task), output (a passing one) and the output file a failing
+    call wrote before it exited (text, and bytes that are not UTF-8) with the key: masked in the
     samples, the run's JSON report and directory, the pipeline cache and the terminal."""
     script = tmp_path / "pipe.py"
     script.write_text(
@@ -142,12 +143,16 @@ def test_a_pipeline_that_prints_the_key_leaks_it_nowhere(
         "text = open(sys.argv[1]).read()\n"
         "key = os.environ['OPENAI_API_KEY']\n"
         "if 'fail' in text:\n"
+        "    open(sys.argv[2], 'wb').write(b'half written \\xff ' + key.encode())\n"
         "    print('Traceback: bad key ' + key, file=sys.stderr); sys.exit(1)\n"
+        "if 'half' in text:\n"
+        "    open(sys.argv[2], 'w').write('partial ' + key); sys.exit(4)\n"
         "out = {'output': 'answer with ' + key, 'tools': [{'name': key}]}\n"
         "json.dump(out, open(sys.argv[2], 'w'))\n"
     )
     (tmp_path / "suite.yaml").write_text(
         "name: s\ntasks:\n  - id: ok\n    input: fine\n  - id: bad\n    input: fail\n"
+        "  - id: half\n    input: half\n"
     )
     pipeline = f"{PY} {shlex.quote(str(script))} {{input}} {{output}}"
     run = _calipers(tmp_path, env, "run", "suite.yaml", "--pipeline", pipeline, "--run", "v",
@@ -155,6 +160,7 @@ def test_a_pipeline_that_prints_the_key_leaks_it_nowhere(
     assert run.returncode == 0, run.stderr
     kept = _everything_kept(tmp_path)
     assert f"bad key {MASK}" in kept and f"answer with {MASK}" in kept
+    assert f"partial {MASK}" in kept and f"half written \ufffd {MASK}" in kept
     assert KEY not in kept and KEY not in run.stdout + run.stderr
 
 

@@ -13,6 +13,7 @@ import click
 
 from calipers.cli.main import cli, stderr_console, stdout_console
 from calipers.cli.options import (
+    LocalPath,
     db_option,
     executor_options,
     html_option,
@@ -57,7 +58,7 @@ def store_rows(run: CheckRun, db: Path) -> int:
 @cli.command()
 @click.option(
     "--config",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=LocalPath(path_type=Path, dir_okay=False),
     default=None,
     help="kelvin.yaml or calipers.yaml (default: the one in this directory).",
 )
@@ -78,7 +79,7 @@ def store_rows(run: CheckRun, db: Path) -> int:
 @click.option("--no-cache", is_flag=True, help="Invoke the pipeline even for cached inputs.")
 @click.option(
     "--out",
-    type=click.Path(path_type=Path, file_okay=False),
+    type=LocalPath(path_type=Path, file_okay=False),
     default=None,
     help="Output directory (default: kelvin/ beside the config, as kelvin).",
 )
@@ -247,7 +248,7 @@ def scaffold_project(directory: Path) -> list[Path]:
 
 @cli.command()
 @click.argument(
-    "directory", type=click.Path(path_type=Path, file_okay=False), default=Path("."), required=False
+    "directory", type=LocalPath(path_type=Path, file_okay=False), default=Path("."), required=False
 )
 @quiet_option
 def init(directory: Path) -> None:

@@ -17,6 +17,7 @@ from calipers.cli.data import print_warnings
 from calipers.cli.main import cli
 from calipers.cli.options import (
     FiniteRange,
+    LocalPath,
     bootstrap_options,
     db_option,
     given_scheme_options,
@@ -40,7 +41,7 @@ from calipers.verdicts.flips import LISTED
 
 
 @cli.command("compare", cls=VsCommand)
-@click.argument("files", metavar="[FILE|DIR]...", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("files", metavar="[FILE|DIR]...", nargs=-1, type=LocalPath(path_type=Path))
 @vs_option
 @click.option(
     "--scheme",

@@ -14,6 +14,7 @@ import click
 
 from calipers import api
 from calipers.cli.main import stderr_console
+from calipers.cli.options import LocalPath
 from calipers.errors import InputError
 from calipers.render.text import escape
 
@@ -67,7 +68,7 @@ def vs_option(func: Any) -> Any:
         "--vs",
         "vs",
         multiple=True,
-        type=click.Path(path_type=Path),
+        type=LocalPath(path_type=Path),
         metavar="CANDIDATE...",
         help="Compare two sides, each one run: FILEs/directories before --vs are the baseline, "
         "those after it the candidate (globs work: --vs logs/v2/*.eval). --baseline and "

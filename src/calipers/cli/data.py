@@ -12,7 +12,15 @@ import click
 from rich.table import Table
 
 from calipers.cli.main import cli, stderr_console, stdout_console
-from calipers.cli.options import as_option, db_option, map_option, quiet_option, runs_option
+from calipers.cli.options import (
+    LocalPath,
+    as_option,
+    db_option,
+    map_option,
+    output_path,
+    quiet_option,
+    runs_option,
+)
 from calipers.data.adapters import ADAPTERS
 from calipers.data.files import write_atomic
 from calipers.data.mapping import parse_map
@@ -30,7 +38,7 @@ def print_warnings(warnings: list[str]) -> None:
 
 @cli.command("import")
 @click.argument(
-    "files", metavar="PATHS...", nargs=-1, required=True, type=click.Path(path_type=Path)
+    "files", metavar="PATHS...", nargs=-1, required=True, type=LocalPath(path_type=Path)
 )
 @runs_option
 @as_option
@@ -95,6 +103,7 @@ def import_(
     "--json",
     "json_out",
     default=None,
+    callback=output_path,
     is_flag=False,
     flag_value="-",
     metavar="PATH|-",
@@ -163,7 +172,7 @@ def _metrics_cell(metrics: dict[str, dict[str, Any]]) -> str:
 
 
 @cli.command()
-@click.argument("out", type=click.Path(path_type=Path, allow_dash=True))
+@click.argument("out", type=LocalPath(path_type=Path, allow_dash=True))
 @click.option(
     "--format",
     "fmt",

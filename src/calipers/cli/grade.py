@@ -9,11 +9,13 @@ import click
 
 from calipers.cli.main import cli, stdout_console
 from calipers.cli.options import (
+    LocalPath,
     db_option,
     executor_options,
     is_quiet,
     judge_options,
     judging_from,
+    output_path,
     quiet_option,
     runs_option,
 )
@@ -24,9 +26,13 @@ from calipers.running.judging import JudgeOptions
 
 
 @cli.command("grade")
-@click.argument("file", required=False, type=click.Path(path_type=Path))
+@click.argument("file", required=False, type=LocalPath(path_type=Path))
 @click.option(
-    "-o", "--out", type=click.Path(path_type=Path, dir_okay=False), help="With FILE: write here."
+    "-o",
+    "--out",
+    type=LocalPath(path_type=Path, dir_okay=False),
+    callback=output_path,
+    help="With FILE: write here.",
 )
 @runs_option
 @judge_options
@@ -38,7 +44,7 @@ from calipers.running.judging import JudgeOptions
 )
 @click.option(
     "--rubric",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=LocalPath(path_type=Path, dir_okay=False),
     default=None,
     help="With --judge: judge on this rubric's seven dimensions.",
 )

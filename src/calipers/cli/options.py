@@ -8,6 +8,7 @@ options decide the defaults, and an option the scheme does not take is an error 
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,23 @@ FLAGS = {
     "db": "--db",
     "detail": "--tasks",
 }
+
+
+class LocalPath(click.Path):
+    """A path option or argument: click's Path, and refused when it can name nothing — empty
+    (an unset variable: `--db "$STORE"`), or under a file (`two.jsonl/x`: the directory to
+    create is a file) — when the options are read, before any work, rather than as an OSError
+    from deep inside a command."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        text = os.fsdecode(value) if isinstance(value, bytes | os.PathLike) else str(value)
+        if not text.strip():
+            self.fail("an empty path (an unset variable?): give a path.", param, ctx)
+        if text != "-" or not self.allow_dash:
+            parent = next((p for p in Path(text).absolute().parents if p.exists()), None)
+            if parent is not None and not parent.is_dir():
+                self.fail(f"{text!r}: {str(parent)!r} is a file, not a directory.", param, ctx)
+        return super().convert(value, param, ctx)
 
 
 class FiniteRange(click.FloatRange):
@@ -116,7 +134,7 @@ def db_option(func: Any) -> Any:
 
     return click.option(
         "--db",
-        type=click.Path(path_type=Path, dir_okay=False),
+        type=LocalPath(path_type=Path, dir_okay=False),
         default=DEFAULT_DB,
         envvar="CALIPERS_DB",
         show_default=True,
@@ -150,12 +168,33 @@ def is_quiet() -> bool:
     return bool(context and context.meta.get(_QUIET))
 
 
+def output_path(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """A report's path, checked when the options are read — before a pipeline or a judge is
+    called — not after the work, when a run has already been stored: not empty, not a
+    directory, not under a file. `-` (stdout) passes where the option allows it."""
+    if value is None or str(value) == "-":
+        return value
+    text = str(value)
+    if not text.strip():
+        raise click.BadParameter(
+            "an empty path (an unset variable?): give a file, or - for stdout where allowed."
+        )
+    path = Path(text)
+    if path.is_dir():
+        raise click.BadParameter(f"{text}: is a directory; give a file path.")
+    parent = next((p for p in path.absolute().parents if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise click.BadParameter(f"{text}: {parent} is a file, not a directory.")
+    return value
+
+
 def json_option(func: Any) -> Any:
     """`--json PATH|-` (parameter `json_out`): the JSON report to a file, or stdout for -."""
     return click.option(
         "--json",
         "json_out",
         default=None,
+        callback=output_path,
         metavar="PATH|-",
         help="Write the JSON report to PATH (atomically), or to stdout for - (which then holds "
         "nothing else).",
@@ -167,8 +206,9 @@ def html_option(func: Any) -> Any:
     return click.option(
         "--html",
         "html_out",
-        type=click.Path(path_type=Path, dir_okay=False),
+        type=LocalPath(path_type=Path, dir_okay=False),
         default=None,
+        callback=output_path,
         metavar="PATH",
         help="Write the report as one self-contained HTML page.",
     )(func)
@@ -184,7 +224,8 @@ def markdown_option(func: Any) -> Any:
                 "an empty path: is $GITHUB_STEP_SUMMARY set? (Outside GitHub Actions, give a "
                 "file, or - for stdout.)"
             )
-        return value
+        checked: str | None = output_path(ctx, param, value)
+        return checked
 
     return click.option(
         "--markdown",
@@ -302,7 +343,7 @@ def layered_metric_options(func: Any) -> Any:
 def rubric_options(func: Any) -> Any:
     """Options of the rubric scheme (`score`, `rank`)."""
     return _add(func, [
-        click.option("--rubric", type=click.Path(path_type=Path, dir_okay=False), default=None,
+        click.option("--rubric", type=LocalPath(path_type=Path, dir_okay=False), default=None,
                      help="rubric: a rubric file (YAML or JSON); default: the packaged one."),
         click.option("--record-history/--no-history", "record_history", default=None,
                      help="rubric: record the evaluations in the store's history (--db, table "
@@ -315,7 +356,7 @@ def rubric_options(func: Any) -> Any:
 def objective_options(func: Any) -> Any:
     """The objective comparison's thresholds and weights (over those of --config)."""
     return _add(func, [
-        click.option("--config", "objective_config", type=click.Path(path_type=Path,
+        click.option("--config", "objective_config", type=LocalPath(path_type=Path,
                      dir_okay=False), default=None,
                      help="objective: thresholds and weights from a YAML or JSON file."),
         click.option("--min-composite-gain", type=FINITE, default=None,

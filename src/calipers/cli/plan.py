@@ -15,6 +15,7 @@ from calipers.cli.main import cli
 from calipers.cli.options import (
     FINITE,
     FiniteRange,
+    LocalPath,
     db_option,
     html_option,
     json_option,
@@ -28,7 +29,7 @@ from calipers.verdicts.planning import Plan
 
 
 @cli.command("plan")
-@click.argument("file", required=False, type=click.Path(path_type=Path))
+@click.argument("file", required=False, type=LocalPath(path_type=Path))
 @click.option(
     "--effect",
     type=FINITE,

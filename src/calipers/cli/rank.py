@@ -9,6 +9,7 @@ import click
 
 from calipers.cli.main import cli
 from calipers.cli.options import (
+    LocalPath,
     db_option,
     html_option,
     json_option,
@@ -29,7 +30,7 @@ from calipers.schemes.rubric.scoring import RubricResult
 
 
 @cli.command("rank")
-@click.argument("file", required=False, type=click.Path(path_type=Path))
+@click.argument("file", required=False, type=LocalPath(path_type=Path))
 @click.option("--scheme", default="rubric", show_default=True, help="Only rubric ranks for now.")
 @runs_option
 @rubric_options

@@ -12,12 +12,14 @@ from calipers.cli.judge_output import judge_failure, judges_table, with_calls
 from calipers.cli.main import cli, stdout_console
 from calipers.cli.options import (
     FiniteRange,
+    LocalPath,
     db_option,
     executor_options,
     html_option,
     is_quiet,
     judge_options,
     judging_from,
+    output_path,
     quiet_option,
 )
 from calipers.cli.run_stop import make_stopper, stop_lines, stop_section
@@ -52,7 +54,7 @@ def store_rows(rows: list[dict[str, object]], db: Path) -> tuple[int, int]:
 
 
 @cli.command("run")
-@click.argument("suite", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("suite", type=LocalPath(path_type=Path, dir_okay=False))
 @click.option(
     "--pipeline",
     "command",
@@ -193,6 +195,7 @@ def store_rows(rows: list[dict[str, object]], db: Path) -> tuple[int, int]:
     "--json",
     "json_path",
     default=None,
+    callback=output_path,
     metavar="PATH|-",
     help="Write the run report to PATH (atomically), or to stdout for -.",
 )

@@ -15,6 +15,7 @@ from calipers.cli.data import print_warnings
 from calipers.cli.main import cli, stdout_console
 from calipers.cli.options import (
     FINITE,
+    LocalPath,
     as_option,
     bootstrap_options,
     db_option,
@@ -105,7 +106,7 @@ def reasonscore_options(func: Any) -> Any:
 
 
 @cli.command()
-@click.argument("file", required=False, type=click.Path(path_type=Path))
+@click.argument("file", required=False, type=LocalPath(path_type=Path))
 @click.option("--scheme", "scheme_name", required=True, help="Scoring scheme (`calipers schemes`).")
 @reasonscore_options
 @runs_option
@@ -186,7 +187,7 @@ def _reading(scheme: str) -> Callable[..., str] | None:
 
 
 @cli.command()
-@click.argument("file", required=False, type=click.Path(path_type=Path))
+@click.argument("file", required=False, type=LocalPath(path_type=Path))
 @click.option(
     "--scheme",
     "scheme_name",

@@ -205,11 +205,33 @@ def _run(
     )
 
 
+def _scrub_file(path: Path) -> None:
+    """Mask secrets in a file the pipeline wrote, whatever its encoding (bytes kept as they are
+    otherwise)."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:  # not text: the key's ASCII bytes are masked all the same
+        text = raw.decode("latin-1")
+        masked = scrub(text)
+        if masked != text:
+            path.write_bytes(masked.encode("latin-1"))
+        return
+    masked = scrub(text)
+    if masked != text:
+        write_atomic(path, masked)
+
+
 def _attempt(
     pipeline: Pipeline, rendered: str, input_path: Path, output_path: Path, extract: Extract
 ) -> InvocationResult:
     def failed(error: str, code: int | None, stderr: str = "", **extra: Any) -> InvocationResult:
-        # what the pipeline printed reaches reports, the store and the terminal: secrets masked
+        # what the pipeline printed reaches reports, the store and the terminal: secrets masked,
+        # and so does what it wrote before failing (the output file stays for the user to read)
+        _scrub_file(output_path)
         return InvocationResult(
             False, code, input_path, output_path, error=scrub(error),
             stderr_tail=scrub_optional(_tail(stderr)), **extra,

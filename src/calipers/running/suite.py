@@ -167,6 +167,17 @@ _PAIRWISE_HINT = (
 )
 
 
+def _fields_at(loc: list[Any]) -> str:
+    owners: dict[str, type[StrictModel]] = {
+        "tasks": Task, "pipeline": PipelineSettings, "judge": JudgeSettings
+    }  # fmt: skip
+    owner = owners.get(str(loc[0]) if len(loc) > 1 else "", SuiteFile)
+    what = {Task: "a task", PipelineSettings: "`pipeline:`", JudgeSettings: "`judge:`"}.get(
+        owner, "a suite"
+    )
+    return f"{what} takes " + ", ".join(f"`{name}`" for name in owner.model_fields)
+
+
 def _problem(
     exc: ValidationError, doc: configfile.Document, prefix: tuple[Any, ...] = ()
 ) -> InputError:
@@ -176,6 +187,8 @@ def _problem(
         hint = _PAIRWISE_HINT
     elif first["type"] in ("missing", "value_error"):
         hint = _TASK_HINT
+    elif first["type"] == "extra_forbidden":  # a misspelt or misplaced key: say what fits there
+        hint = f"`{loc[-1]}` is not a field here; {_fields_at(loc)} (docs/running.md)."
     else:  # a value of the wrong type or range: nothing is converted
         hint = (
             'Write each value as its type: a count as a whole number (2, not "2", 2.0 or '

@@ -160,6 +160,12 @@ class Design:
         _check_fraction("icc", icc)
         if cluster_size < 1 or epochs < 1:
             raise InputError("--cluster-size and --epochs must be at least 1")
+        if sd is not None and (discordance is not None or pass_rate is not None):
+            # scores and 0/1 outcomes are different designs: one of them would be ignored
+            raise InputError(
+                "--sd describes scores, --pass-rate and --discordance 0/1 outcomes: give one kind",
+                parameters=["sd"],
+            )
         if discordance is not None:
             _check_fraction("discordance", discordance, low=0.0, high=1.0, open_low=True)
             var, outcome = discordance, "binary"
