@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_view.py          # the 100 × 10k store
     .venv/bin/python benchmarks/bench_view.py --big    # also the flips of a 2 × 1M comparison
+    .venv/bin/python benchmarks/bench_view.py --screenshots docs/images   # the pages' pictures
 
 Builds (once) benchmarks/data/view_100x10k.duckdb in SQL: 100 runs (run-000 … run-099) of
 10,000 samples in 10 tasks, one epoch each — `correct` and scores{accuracy}, an input, the
@@ -97,9 +98,9 @@ class Server:
             raise RuntimeError(f"calipers view did not start: {line!r} {self.process.stderr}")
         self.url = found.group(0)
 
-    def get(self, path: str, **params: str) -> float:
+    def get(self, path: str, **params: str | list[str]) -> float:
         """Seconds for one request (its whole body read); a non-200 is an error."""
-        address = self.url + path + ("?" + urlencode(params) if params else "")
+        address = self.url + path + ("?" + urlencode(params, doseq=True) if params else "")
         t0 = time.perf_counter()
         with urlopen(address, timeout=600) as response:
             response.read()
@@ -139,7 +140,7 @@ class Server:
             self.process.wait()
 
 
-def timed(server: Server, label: str, path: str, **params: str) -> dict[str, float]:
+def timed(server: Server, label: str, path: str, **params: str | list[str]) -> dict[str, float]:
     first = server.get(path, **params)
     again = statistics.median(server.get(path, **params) for _ in range(5))
     print(f"{label:<44} first {first * 1000:8.1f} ms   again {again * 1000:7.1f} ms")
@@ -203,6 +204,35 @@ def bench_store() -> dict[str, object]:
         "sample.json": timed(
             server, "sample.json, another", "/sample.json", **{**sample, "id": "s23"}
         ),
+        "flips, size": timed(server, "flips, size ≥ 1", "/flips", **metric, size="1"),
+        "compare several": timed(
+            server,
+            "compare, 3 candidates (computes)",
+            "/compare",
+            **{
+                "baseline": "run-010",
+                "candidate": ["run-011", "run-012", "run-013"],
+                "scheme": "metric",
+                "metric": "correct",
+            },
+        ),
+        "judges": timed(server, "judges, the store (runs, position bias)", "/judges"),
+        "judges of a run": timed(
+            server, "judges of a run (layered score)", "/judges", run="run-020"
+        ),
+        "repeats": timed(server, "repeats of a run (one epoch)", "/repeats", run="run-021"),
+        "leaderboard metric": timed(
+            server,
+            "leaderboard, metric accuracy, 100 runs",
+            "/leaderboard",
+            scheme="metric",
+            metric="accuracy",
+        ),
+        "leaderboard layered": timed(
+            server, "leaderboard, layered, 100 runs", "/leaderboard", scheme="layered"
+        ),
+        "history": timed(server, "history of a run (series of 100)", "/history", run="run-022"),
+        "history.json": timed(server, "history.json, the stems", "/history.json"),
     }
     rss = server.peak_rss_mb()
     server.stop()
@@ -240,10 +270,77 @@ def bench_big() -> dict[str, object]:
     return {"pages": pages, "peak_rss_mb": rss}
 
 
+# (image in docs/images, address on the screenshots' store, height shown at most)
+SHOTS = [
+    ("view-runs", "/", 1000),
+    ("view-compare", "/compare?baseline=alpha-v1&candidate=alpha-v3&scheme=metric&metric=correct",
+     1600),
+    ("view-several", "/compare?baseline=alpha-v1&candidate=alpha-v2&candidate=alpha-v3"
+     "&scheme=metric&metric=correct", 900),
+    ("view-flips", "/flips?baseline=alpha-v1&candidate=alpha-v3&scheme=metric&metric=correct"
+     "&kind=regressions&size=0.5", 1400),
+    ("view-sample", "/sample?run=alpha-v1&other=alpha-v3&task=algebra&id=q03&scheme=metric"
+     "&metric=correct", 1400),
+    ("view-judges", "/judges?run=alpha-v2", 1600),
+    ("view-repeats", "/repeats?run=alpha-v1", 1400),
+    ("view-leaderboard", "/leaderboard?scheme=metric&metric=correct", 1000),
+    ("view-history", "/history?run=alpha-v2", 1600),
+]  # fmt: skip
+
+
+def screenshots(out: Path) -> None:
+    """The viewer's pages in headless Chromium (tests/browser.py), 1400 px wide, on the store
+    tests/test_view_pages.py builds (three versions of a run, judges, human labels, pairwise
+    verdicts, rubric history), reduced as page_screenshots.py reduces the reports' pictures."""
+    import socket
+    import tempfile
+    import threading
+
+    import uvicorn
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
+    from browser import browser
+    from calipers.view import create_app
+    from page_screenshots import WIDTH, _png
+    from test_view_pages import build_store
+
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        db = build_store(Path(tmp) / "store.duckdb")
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        server = uvicorn.Server(uvicorn.Config(create_app(db), log_level="warning"))
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        while not server.started:
+            time.sleep(0.02)
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        try:
+            with browser() as chromium:
+                for name, address, most in SHOTS:
+                    page = chromium.new_page(viewport={"width": WIDTH, "height": 900})
+                    page.goto(url + address, wait_until="load")
+                    full = page.evaluate("document.documentElement.scrollHeight")
+                    clip = {"x": 0, "y": 0, "width": WIDTH, "height": min(full, most)}
+                    data = _png(page.screenshot(clip=clip, full_page=True))
+                    (out / f"{name}.png").write_bytes(data)
+                    print(f"{name}.png  {WIDTH}×{clip['height']} px  {len(data) / 1000:.0f} KB")
+                    page.close()
+        finally:
+            server.should_exit = True
+            thread.join(timeout=10)
+            sock.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--big", action="store_true", help="also the 2 × 1M comparison's flips")
+    parser.add_argument("--screenshots", type=Path, metavar="DIR",
+                        help="only the pages' screenshots, into DIR (docs/images)")  # fmt: skip
     args = parser.parse_args()
+    if args.screenshots:
+        screenshots(args.screenshots)
+        return
     DATA.mkdir(exist_ok=True)
     result: dict[str, object] = {"store_100x10k": bench_store()}
     if args.big:

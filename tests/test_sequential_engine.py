@@ -245,3 +245,34 @@ def test_the_one_look_rules_are_the_array_rules(
             int(verdict[row]),
             int(margins[row]),
         )
+
+
+def test_a_replay_that_stops_early_does_not_compute_the_rest_of_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The stop of a long run is found on a prefix of it: the capitals are computed over the
+    first units only (counted here), and the stop and decision are the ones a pass over the
+    whole run gives."""
+    from calipers.verdicts import sequential_rules
+
+    b, c = _pass_fail(4, 40_000, 0.9)
+    pairs = [PairedUnits("A", "B", None, b, c, (0.0, 1.0), True)]
+    design = SequentialDesign("sequence")
+    seen: list[int] = []
+    real = sequential_rules.sequence_paths
+
+    def counted(plan: object, gains: np.ndarray) -> object:
+        seen.append(int(np.atleast_2d(gains).shape[1]))
+        return real(plan, gains)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sequential_rules, "sequence_paths", counted)
+    monkeypatch.setattr(sequential_rules, "REPLAY_PREFIX", b.size)  # one pass over everything
+    whole = decide_sequentially(pairs, design=design).pairs[0]
+    assert max(seen) == b.size
+    seen.clear()
+    monkeypatch.undo()
+    monkeypatch.setattr(sequential_rules, "sequence_paths", counted)
+    made = decide_sequentially(pairs, design=design).pairs[0]
+    assert made.stopped_at is not None and made.stopped_at == whole.stopped_at
+    assert made.decision == whole.decision
+    assert max(seen) <= sequential_rules.REPLAY_PREFIX < b.size

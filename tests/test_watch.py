@@ -190,3 +190,59 @@ def test_compare_says_when_it_is_a_peek_and_gives_the_sequence(
     low, high = sequential["pairs"][0]["interval_at_last"]
     fixed = report["pairs"][0]["composite"]
     assert low <= fixed["low"] and high >= fixed["high"]  # wider: valid at every look
+
+
+def test_a_decided_pair_is_not_traced_past_its_stop_unless_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`calipers watch` reports a decided pair at its stop: the sequence over the units after it
+    (the interval at the last unit, the path) is not computed at all — counted here by the units
+    the sequence's functions see — and the report says so; --full-path computes it as before,
+    and the decision and its interval are the same either way."""
+    from calipers.verdicts import sequential_trace
+
+    seen: list[int] = []
+    for name in ("confidence_sequence", "interval_trace"):
+        real = getattr(sequential_trace, name)
+
+        def counted(values: Any, *args: Any, _real: Any = real, **kwargs: Any) -> Any:
+            seen.append(int(np.asarray(values).size))
+            return _real(values, *args, **kwargs)
+
+        monkeypatch.setattr(sequential_trace, name, counted)
+    path = _write(tmp_path / "runs.jsonl", _pairs(3000, 0.4, 0.8, seed=12))
+
+    def watched(*extra: str) -> dict[str, Any]:
+        seen.clear()
+        capsys.readouterr()
+        assert main(["watch", str(path), "--metric", "correct", "--baseline", "base",
+                     "--candidate", "cand", "--json", "-", *extra]) == 0  # fmt: skip
+        return json.loads(capsys.readouterr().out)
+
+    report = watched()
+    pair = report["pairs"][0]
+    stop = pair["stopped_at"]
+    assert stop is not None and stop < 300 and pair["n_seen"] == 3000
+    assert seen and max(seen) <= stop  # nothing past the stop was computed
+    assert pair["interval_at_last"] is None and pair["traced_to"] == stop
+    assert pair["path"][-1][0] == stop and len(pair["path"]) > 10
+    assert any(f"the one at the stop, unit {stop}" in n and "--full-path" in n
+               for n in report["notes"])  # fmt: skip
+    full = watched("--full-path")
+    traced = full["pairs"][0]
+    assert max(seen) == 3000 and traced["traced_to"] == 3000
+    assert traced["interval_at_last"] is not None
+    assert not any("--full-path" in n for n in full["notes"])
+    for key in ("stopped_at", "decision", "interval_at_stop"):
+        assert traced[key] == pair[key]
+
+
+def test_an_undecided_pair_reports_its_last_interval(tmp_path: Path) -> None:
+    """Nothing lies past the stop of a pair that has not stopped: its last interval is shown."""
+    path = _write(tmp_path / "runs.jsonl", _pairs(200, 0.5, 0.5, seed=2))
+    result = calipers.watch(path, "metric", baseline="base", candidates=["cand"],
+                            metric="correct", full_path=False)  # fmt: skip
+    pair = result.to_dict()["pairs"][0]
+    assert pair["stopped_at"] is None and pair["traced_to"] == 200
+    low, high = pair["interval_at_last"]
+    assert low < 0 < high

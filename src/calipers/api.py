@@ -358,6 +358,7 @@ def watch(
     n_planned: int | None = None,
     order: str = "arrival",
     every: int = 1,
+    full_path: bool = True,
     **options: Any,
 ) -> Comparison:
     """Compare `candidates` with `baseline` as the data arrive: a sequential decision, valid
@@ -366,7 +367,10 @@ def watch(
     fixed test at `n_planned`), "obf" / "pocock" (group-sequential looks, "pocock:5"). The
     units are taken in `order`: "arrival" (the order the rows were written) or "random" (a
     permutation drawn from `seed`). The result has the verdict, where each pair stopped and
-    what it saved, `to_dict()`, `to_frame("pair" | "path")` and `gate_failure(gate)`."""
+    what it saved, `to_dict()`, `to_frame("pair" | "path")` and `gate_failure(gate)`.
+    `full_path` False: a decided pair reports its interval at the stop and its sequence to the
+    stop only (`interval_at_last` None, `traced_to` the stop), as `calipers watch` does without
+    --full-path; the sequence past a stop is computed only when a report shows it."""
     if isinstance(candidates, str):
         raise InputError(
             "`candidates` is a list of run names, not one string",
@@ -385,6 +389,10 @@ def watch(
         _samples(samples), baseline=baseline, candidates=list(candidates), design=design,
         n_planned=n_planned, order=order, every=every, **options,
     )  # fmt: skip
+    from calipers.verdicts.sequential_compare import SequentialComparison
+
+    if isinstance(result, SequentialComparison):
+        result.result.trace_full(full_path)
     return result
 
 

@@ -313,6 +313,21 @@ def assess(outcome: CellOutcome, targets: Targets) -> CellReport:
                     "PROGRESS among significant gains (fixed)", fixed.progress_up,
                     fixed.significant_up, target, "min",
                 )  # fmt: skip
+        if "own" in phases:  # the family's own effect at the MDE: no power promised
+            own = phases["own"]
+            down = own.truth_diff is not None and own.truth_diff < 0
+            figures["detection own"] = _figure(
+                "detection of the family's own effect at the MDE",
+                own.significant_down if down else own.significant_up,
+                own.pairs,
+            )
+            figures["wrong way own"] = _figure(
+                "significant the wrong way at the family's own effect",
+                own.significant_up if down else own.significant_down,
+                own.pairs,
+                targets.false_verdicts,
+                "max",
+            )
         if "mirror" in phases:
             mirror = phases["mirror"]
             figures["detection mirror"] = _figure(

@@ -269,7 +269,7 @@ REDUCED_IDS = (
     "binary-p0.70/n200/e1/margin0.05",
     "plan/continuous/e1/effect0.03",
 )
-# a few of the families group (`make test`; ~30 s on 2 cores at the reduced reps)
+# a few of the families group (`make test-all`; ~4 min on 2 busy cores at the reduced reps)
 REDUCED_FAMILY_IDS = (
     "skewed-s0.15/n200/e1",
     "bimodal/n60/e1",

@@ -26,6 +26,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -60,7 +61,14 @@ def bisect(f: Callable[[float], float], target: float, lo: float, hi: float) -> 
 
 
 class Latent(ABC):
-    """How one latent dimension becomes outcomes: an item's expected value, and draws."""
+    """How one latent dimension becomes outcomes: an item's expected value, and draws.
+
+    `spreads`: whether a shift of the latent moves every item's score a little (an effect spread
+    over the items: the MDE's stated assumption, docs/statistics.md). Where it does not — it
+    moves a few items across modes, or multiplies the scores — `spread` tries the MDE on a step
+    of every item's score instead, and the latent shift is the family's own effect."""
+
+    spreads: ClassVar[bool] = True
 
     @abstractmethod
     def expected(self, z: FloatArray) -> FloatArray:
@@ -190,6 +198,7 @@ class Bimodal(Latent):
     low: float = 0.4
     high: float = 0.5
     noise: float = 0.1
+    spreads: ClassVar[bool] = False  # a shift moves the items near a mode's edge a full unit
 
     def item_level(self, z: FloatArray) -> FloatArray:
         u = special.ndtr(z)
@@ -214,7 +223,17 @@ class Bimodal(Latent):
         return clipped_normal_mean(self.item_level(z), self.noise)
 
     def draw(self, z: FloatArray, epochs: int, rng: np.random.Generator) -> FloatArray:
-        m = self.item_level(z)[:, None]
+        return self.draw_step(z, np.zeros(z.size), epochs, rng)
+
+    def expected_step(self, z: FloatArray, step: float) -> FloatArray:
+        """An item's expected draw when its level moves by `step` before the noise and the
+        clipping."""
+        return clipped_normal_mean(self.item_level(z) + step, self.noise)
+
+    def draw_step(
+        self, z: FloatArray, step: FloatArray, epochs: int, rng: np.random.Generator
+    ) -> FloatArray:
+        m = (self.item_level(z) + step)[:, None]
         return np.asarray(
             np.clip(m + self.noise * rng.standard_normal((z.size, epochs)), 0.0, 1.0),
             dtype=np.float64,
@@ -231,6 +250,7 @@ class LogNormal(Latent):
     item: float = 1.0
     noise: float = 0.6633249580710799  # √(1.2² − 1): log sd 1.2 in all
     cap: float | None = None
+    spreads: ClassVar[bool] = False  # a shift multiplies the scores: the largest move most
 
     @property
     def sigma(self) -> float:
@@ -253,6 +273,30 @@ class LogNormal(Latent):
         if self.cap is not None:
             x = np.minimum(x, self.cap)
         return np.asarray(x, dtype=np.float64)
+
+    def expected_step(self, z: FloatArray, step: float) -> FloatArray:
+        """E[clip(x + step, 0, cap)] given z, x the uncapped draw: (x + step) between the
+        thresholds a = max(0, −step) and b = cap − step (partial expectations of the lognormal),
+        and the cap above b."""
+        m, s = self.mu + self.item * z, self.noise
+        cap = math.inf if self.cap is None else self.cap
+        with np.errstate(divide="ignore"):
+            log_a = math.log(-step) if step < 0 else -math.inf
+            log_b = math.log(cap - step) if cap - step > 0 else -math.inf
+        inside = special.ndtr((log_b - m) / s) - special.ndtr((log_a - m) / s)
+        partial = np.exp(m + 0.5 * s * s) * (
+            special.ndtr((log_b - m - s * s) / s) - special.ndtr((log_a - m - s * s) / s)
+        )
+        above = 0.0 if math.isinf(cap) else cap * special.ndtr((m - log_b) / s)
+        return np.asarray(partial + step * inside + above, dtype=np.float64)
+
+    def draw_step(
+        self, z: FloatArray, step: FloatArray, epochs: int, rng: np.random.Generator
+    ) -> FloatArray:
+        """Draws moved by `step` (each item's), kept in the scale [0, cap]."""
+        m = (self.mu + self.item * z)[:, None]
+        x = np.exp(m + self.noise * rng.standard_normal((z.size, epochs))) + step[:, None]
+        return np.asarray(np.clip(x, 0.0, np.inf if self.cap is None else self.cap))
 
 
 @dataclass(frozen=True)
@@ -410,9 +454,18 @@ class Concentrated(Model):
 
 
 def spread(m: Model) -> Model:
-    """The model with its effects spread over every item (a concentrated model's share set to
-    1: every item's step moves by δ); other models are returned as they are."""
-    return replace(m, share=1.0) if isinstance(m, Concentrated) else m
+    """The model with its effects spread over every item, the MDE's stated assumption: a
+    concentrated model's share set to 1 (every item's step moves by δ); a metric whose latent
+    shift does not spread (`Latent.spreads`: bimodal levels, multiplied lognormal scores) gets a
+    step of every item's score within the scale instead; other models as they are."""
+    if isinstance(m, Concentrated):
+        return replace(m, share=1.0)
+    if isinstance(m, Metric) and not m.latent.spreads:
+        return Concentrated(
+            m.latent, 1.0, f"{m.description}; every item's score moved by one step",
+            bounds=m.bounds, scheme_declares=m.scheme_declares,
+        )  # fmt: skip
+    return m
 
 
 def logit_for_mean(mean: float, scale: float) -> float:

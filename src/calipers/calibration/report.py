@@ -77,17 +77,24 @@ error of ~0.005 on a coverage of 0.95):
   2) through the copula, a draw clip(m + N(0, 0.05), 0, 1), bounds (0, 1). A treatment with step
   δ moves the items whose second latent has Φ(z₁) < s — a share s of 5 % or 15 % of the items,
   whichever they are — by δ before the clipping: +0.5 (**fixed**), −0.5 (**mirror**: a few
-  items harmed), and the MDE by bisection on δ → (1 − s)·E[h(m)] + s·E[h(m + δ)], h the
-  clipped-normal mean (0.714 under the null; +0.0137 and +0.0412 at δ = +0.5).
+  items harmed); detection at the MDE moves **every** item by δ (the MDE's stated assumption: an
+  effect spread over the items), δ by bisection → (1 − s)·E[h(m)] + s·E[h(m + δ)] (s = 1 for the
+  MDE phase), h the clipped-normal mean (0.714 under the null; +0.0137 and +0.0412 at δ = +0.5).
 - **bimodal** (n 8–60): an item's level m = clip((Φ(z) − 0.4)/0.1, 0, 1) — 0 for 40 % of the
   items, 1 for 50 %, uniform on (0, 1) for the other 10 % — and a draw clip(m + N(0, 0.1), 0, 1):
   20 % of the draws are exactly 0, 25 % exactly 1. Bounds (0, 1). A shift moves items up the
   mixture → the masses at 0 and 1 in closed form, the middle by adaptive quadrature (the
-  trapezoid rule over the kinks is off by 2e-6); 0.546 under the null.
+  trapezoid rule over the kinks is off by 2e-6); 0.546 under the null. Such a shift moves the
+  few items near a mode's edge a full unit — an effect concentrated on them, outside the MDE's
+  assumption — so detection at the MDE moves every item's level by one step δ before the noise
+  and the clipping (E[h(m + δ)], h the clipped-normal mean), and the latent shift at the MDE is
+  measured as the family's own effect (**own**: coverage, and no significance the wrong way).
 - **heavy-capped, heavy** (heavy tails, n 10–100): a draw exp(z + 0.663·ε), log sd 1.2 over items
   and draws (median 1, mean e^0.72 = 2.054); a shift s multiplies every score by e^s (**fixed**:
   × 1.3). heavy-capped: min(x, 20), bounds (0, 20) → the lognormal's partial expectation in
-  closed form given z (1.980 under the null); heavy: no bounds → exp(0.72 + s) exactly. With no
+  closed form given z (1.980 under the null); heavy: no bounds → exp(0.72 + s) exactly. A
+  multiplied score moves the largest scores most, not the MDE's spread effect: detection at the
+  MDE adds one step δ to every draw, clip(x + δ, 0, 20) (closed form given z, as above). With no
   bounds the engine must give intervals that assume none (a studentized bootstrap, or a refusal)
   and no scale read from the data: **P among gains**, PROGRESS among the significant gains at ×
   1.3, target ≥ 0.90, and no verdict that used a scale's width (the old defect: a "trivial"
@@ -150,7 +157,12 @@ verdict (UNDERPOWERED), and its figures cover only the intervals it did report.
   the null (K = 3: the roll-up verdict).
 - **MDE**: median reported MDE; **detect**: share of pairs significant and positive when the true
   difference is that MDE, or significant and negative at −MDE "(−MDE)" when no system of the kind
-  is MDE better (a pass rate near 1); "skip" when neither is reachable or there is no MDE.
+  is MDE better (a pass rate near 1); "skip" when neither is reachable or there is no MDE. The
+  MDE promises its power for an effect spread over the items — every item's score moved by one
+  step, within the scale's bounds (docs/statistics.md) — so a family whose own effect is not
+  that (a share of items moved, items jumping between modes, scores multiplied) is detected at
+  the MDE with its effect spread, and its own effect is measured for coverage and for
+  significance the wrong way (fixed, mirror, or **own** at the MDE).
 - Targets: every coverage ≥ 0.93, P+R ≤ 0.06, detect ≥ 0.75, no engine error. A figure misses
   when it is worse than its target by more than {allowance} Monte Carlo standard errors; one worse
   by less than {noise} of them is **within noise** (≈): the reps are too few to tell it from the
@@ -240,7 +252,7 @@ def _diff(r: CellReport, phases: tuple[str, ...]) -> str:
 def _paired_row(r: CellReport, *, gains: bool = False) -> str:
     o = r.outcome
     phases = {p.name: p for p in o.phases}
-    alt = tuple(p for p in ("mde", "fixed", "mirror") if p in phases)
+    alt = tuple(p for p in ("mde", "fixed", "mirror", "own") if p in phases)
     reps = f"{phases['null'].reps}/" + ("+".join(str(phases[p].reps) for p in alt) or "–")
     bias = r.figure("bias null")
     cells = [

@@ -8,6 +8,8 @@ phase])`, so its figures depend on neither the grid it is part of nor the worker
     fixed  the treatment shifted to a fixed true difference (rare discordance: +0.02), or by a
            fixed latent shift (`Cell.fixed_shift`: a step on a share of items, scores × 1.3)
     mirror the treatment shifted by −fixed_shift (a few items harmed)
+    own    where the mde phase spread the effect (`models.spread`) and no fixed phase measures the
+           family's own effect: that effect at the MDE (coverage, and verdicts against it)
 
 Cells of the families group (`grid.family_grid`) run every phase at `Settings.reps_null` reps.
 """
@@ -37,7 +39,7 @@ from calipers.calibration.simulate import (
 from calipers.verdicts import planning
 
 # appended, never reordered: a phase's index seeds its generator
-PHASES = ("null", "mde", "fixed", "margin", "pilot", "plan", "mirror")
+PHASES = ("null", "mde", "fixed", "margin", "pilot", "plan", "mirror", "own")
 RUNS = ("A", "B", "C", "D")
 
 
@@ -427,6 +429,9 @@ def run_cell(cell: Cell, settings: Settings) -> CellOutcome:
                 notes.append(f"detection skipped: the MDE {mde:.3g} is out of reach both ways")
             else:
                 phases.append(_paired_phase(cell, spread, "mde", at, reps_alt, settings))
+                own = _own_shift(cell, model, spread, mde, at, failure)
+                if own is not None:
+                    phases.append(_paired_phase(cell, model, "own", own, reps_alt, settings))
         if cell.fixed_diff is not None:
             fixed = models.shift_for(model, cell.fixed_diff, failure)
             assert fixed is not None
@@ -437,6 +442,18 @@ def run_cell(cell: Cell, settings: Settings) -> CellOutcome:
             if cell.mirror:
                 phases.append(_paired_phase(cell, model, "mirror", -step, reps_alt, settings))
     return CellOutcome(cell, settings.seed, phases, mde, notes, time.perf_counter() - start)
+
+
+def _own_shift(
+    cell: Cell, model: models.Model, spread: models.Model, mde: float, at: float, failure: float
+) -> float | None:
+    """The family's own effect at the MDE (in the direction the mde phase took), where the mde
+    phase tried a spread one instead and no fixed phase measures the family's own: the MDE does
+    not promise its power (an effect outside its assumption), but its intervals must still cover
+    and its verdicts must not point the wrong way."""
+    if spread is model or cell.fixed_shift is not None or cell.fixed_diff is not None:
+        return None
+    return models.shift_for(model, mde if spread.diff_truth(at, failure) > 0 else -mde, failure)
 
 
 def _run(args: tuple[Cell, Settings]) -> CellOutcome:

@@ -16,7 +16,7 @@ from rich.console import Console
 from calipers import api
 from calipers.cli.check import scaffold_project
 from calipers.cli.main import cli, stdout_console
-from calipers.cli.options import quiet_option
+from calipers.cli.options import LocalPath, quiet_option
 from calipers.data.store import Store
 from calipers.demo.explain import agree, cost_lines, why_they_differ
 from calipers.demo.synthetic import DEMO_SEED, generate_samples, write_jsonl
@@ -49,21 +49,21 @@ DEMO_FLIPS = 3  # the largest regressions and improvements shown after each comp
 @click.option(
     "--dir",
     "directory",
-    type=click.Path(path_type=Path, file_okay=False),
+    type=LocalPath(path_type=Path, file_okay=False),
     default=DEMO_DIR,
     show_default=True,
     help="Where the demo data and store go.",
 )
 @click.option(
     "--seed",
-    type=int,
+    type=click.IntRange(min=0),
     default=DEMO_SEED,
     show_default=True,
     help="Seed of the synthetic data and of the robustness check.",
 )
 @click.option(
     "--db",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=LocalPath(path_type=Path, dir_okay=False),
     default=None,
     envvar="CALIPERS_DB",
     help=f"Also add the demo's runs to this store (replacing earlier samples of those runs' "
@@ -163,6 +163,13 @@ def demo(directory: Path, seed: int, db: Path | None) -> None:
     )
     for hint in hints:
         console.print(f"  {escape(hint)}", highlight=False, soft_wrap=True)
+    # not one of the hints above (each reproduces a part of this output): the store, browsable
+    console.print(
+        f"\nBrowse the demo's store (runs, comparisons, flips, judges, repeats): "
+        f"{escape(f'calipers view --db {q(str(demo_db))} --open')}",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def copy_to_store(data: Path, rows: list[dict[str, Any]], demo_db: Path, db: Path) -> list[str]:

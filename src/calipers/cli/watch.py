@@ -19,6 +19,7 @@ from calipers.cli.data import print_warnings
 from calipers.cli.main import cli, stderr_console
 from calipers.cli.options import (
     FiniteRange,
+    LocalPath,
     db_option,
     given_scheme_options,
     html_option,
@@ -37,7 +38,7 @@ from calipers.verdicts.sequential_units import ORDERS
 
 
 @cli.command("watch", cls=VsCommand)
-@click.argument("files", metavar="[FILE|DIR]...", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("files", metavar="[FILE|DIR]...", nargs=-1, type=LocalPath(path_type=Path))
 @vs_option
 @click.option(
     "--scheme",
@@ -139,6 +140,14 @@ from calipers.verdicts.sequential_units import ORDERS
     help="With --follow: stop following after this many seconds (undecided: exit 0 "
     "under the default gate).",
 )
+@click.option(
+    "--full-path",
+    is_flag=True,
+    default=False,
+    help="Trace a decided pair's sequence past its stop to the last unit (the interval at the "
+    "last unit, the whole path drawn); by default the report ends at the stop, where the "
+    "decision was made.",
+)
 @layered_metric_options
 @click.option(
     "--gate",
@@ -170,6 +179,7 @@ def watch_command(
     follow: bool,
     poll: float,
     timeout: float | None,
+    full_path: bool,
     gate: str,
     json_out: str | None,
     html_out: Path | None,
@@ -219,6 +229,7 @@ def watch_command(
                 n_planned=n_planned,
                 order=order,
                 every=every,
+                full_path=full_path,
                 options=options,
             )
         except CalipersError:
@@ -279,6 +290,7 @@ def _look(
     n_planned: int | None,
     order: str,
     every: int,
+    full_path: bool,
     options: dict[str, Any],
 ) -> SequentialComparison:
     """One read of the input and the decisions on everything in it."""
@@ -296,6 +308,7 @@ def _look(
             n_planned=n_planned,
             order=order,
             every=every,
+            full_path=full_path,
             **options,
         )
     assert isinstance(result, SequentialComparison)

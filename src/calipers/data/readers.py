@@ -106,9 +106,19 @@ def _check_readable(path: Path) -> None:
 
 
 def _directory_hint(path: Path) -> str:
-    from calipers.data.adapters import inspect_log
+    from calipers.data import directories
 
-    return inspect_log.directory_hint(path) or "Pass the files inside it, e.g. DIR/*.jsonl."
+    return directories.hint(path)
+
+
+def _not_a_document(path: Path, kind: str) -> str:
+    """`kind`, once a file read as JSON Lines is known not to be a manifest or another single
+    JSON document, which would otherwise be an error per line (`adapters.manifests`)."""
+    if kind == "jsonl":
+        from calipers.data.adapters import manifests
+
+        manifests.refuse(path)
+    return kind
 
 
 def _check_path(path: Path) -> None:
@@ -170,7 +180,7 @@ def _stage_file(
     _check_readable(path)
     if mapping:
         _check_path(path)
-        kind = detect_format(path, fmt)
+        kind = _not_a_document(path, detect_format(path, fmt))
         with tempfile.TemporaryDirectory(prefix="calipers-map-") as tmp:
             copy = mapped_copy(path, kind, mapping, Path(tmp))
             with _named_as(copy, path):
@@ -185,7 +195,7 @@ def _stage_file(
         staged.warnings += list(getattr(adapted, "warnings", []))
         return staged
     _check_path(path)
-    kind = detect_format(path, fmt)
+    kind = _not_a_document(path, detect_format(path, fmt))
     name = str(path)
     if path.stat().st_size == 0:
         raise ValidationError(

@@ -371,12 +371,13 @@ class Store:
             raise InputError("no file to import")
         con = self.con
         staged: list[StagedFile] = []
+        skipped: list[str] = []  # a directory's manifests left out (directories.expand)
         # Row order inside the store carries no meaning; not preserving it saves memory.
         con.execute("SET preserve_insertion_order = false")
         try:
             # Stage into connection-local temp tables first: they never touch the store file,
             # and a failed read there cannot abort the transaction that writes.
-            files, names = expand_named(paths, format, "tool" if run else name_by)
+            files, names = expand_named(paths, format, "tool" if run else name_by, skipped)
             staged, problems, shared = stage_files(
                 con, files, "stage_", run=run, fmt=format, mapping=mapping, runs=runs,
                 names=names,
@@ -395,7 +396,7 @@ class Store:
             for s in staged:
                 con.execute(f"DROP TABLE IF EXISTS {s.table}")
             con.execute("RESET preserve_insertion_order")
-        warnings = [w for s in staged for w in s.warnings]
+        warnings = skipped + [w for s in staged for w in s.warnings]
         return ImportSummary(len(staged), written, replaced, runs, warnings)
 
     def import_rows(

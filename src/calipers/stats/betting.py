@@ -60,11 +60,6 @@ TRUNCATION = 0.75
 BISECTION_STEPS = 60  # 2⁻⁶⁰ of the scale: far below any reported digit
 SECTIONS = 31  # candidates per round of the search for an end: 12 rounds reach 2⁻⁶⁰
 MATRIX_CELLS = 4_000_000  # values × candidates evaluated in one matrix
-DETECTABLE_STEPS = 13  # the detectable effect to 2⁻¹³ of the scale: a reported figure, no more
-# The power behind a detectable effect, by simulation: 250 resamples put a power of 0.8 within
-# ±0.025 (one standard error); the seed is fixed so that one comparison always reports one MDE.
-DETECTABLE_RESAMPLES = 250
-DETECTABLE_SEED = 20261126
 
 
 @dataclass(frozen=True)
@@ -287,61 +282,17 @@ def _root(
     return out
 
 
-def betting_detectable(
-    values: npt.ArrayLike,
-    *,
-    bounds: tuple[float, float],
-    weights: npt.ArrayLike | None = None,
-    confidence_level: float = 0.95,
-    power: float = 0.8,
-    resamples: int = DETECTABLE_RESAMPLES,
-    rng: int = DETECTABLE_SEED,
-) -> float:
-    """The smallest true mean difference from 0 the betting interval detects with `power`, in
-    either direction (the larger of the two), under the assumption every MDE makes: the
-    alternative is these values' spread moved to mean δ (kept in the bounds).
-
-    Found by simulation, not by a formula: the betting interval's end is not the estimate minus
-    a fixed half-width — the capital depends on the whole path of values and bets — so "δ where
-    the interval of the moved values just excludes 0, plus z_power standard errors" promised
-    80% and delivered 0.51–0.75 (issue 33's grid). Here `resamples` bootstrap samples of the
-    centred values (fixed by the seed `rng`, the same for every δ, so the power is monotone in
-    δ) are moved to δ and bet on; the power is the share whose capital against 0 reaches 1/α,
-    and δ is bisected to reach `power`. inf when no δ within the scale is detectable."""
-    lo, hi = float(bounds[0]), float(bounds[1])
-    x = np.asarray(values, dtype=np.float64)
-    w = np.ones_like(x) if weights is None else np.asarray(weights, dtype=np.float64)
-    centred = x - float(w @ x / w.sum())
-    alpha = 1.0 - confidence_level
+def reaches_rows(
+    z: FloatArray, stake: FloatArray, zero: float, alpha: float, sign: float
+) -> npt.NDArray[np.bool_]:
+    """For each row of values z in [0, 1] (the units of one resample, bet on in their order with
+    `stake`), whether the fixed-n bettor against the mean `zero` in the direction `sign` (> 0:
+    the mean is above it) ends with a capital of at least 1/α (with the other side's half of
+    the stake, θ = ½): the betting interval then excludes `zero` on that side."""
     threshold = math.log(1.0 / alpha) - math.log(THETA)
-    draw = np.random.default_rng(rng).integers(0, x.size, size=(resamples, x.size))
-    base, stake = centred[draw], (w / w.max())[draw]
-    zero = -lo / (hi - lo)
-    found = []
-    for sign in (1.0, -1.0):
-
-        def reaches(delta: float, sign: float = sign) -> bool:
-            moved = (np.clip(base + sign * delta, lo, hi) - lo) / (hi - lo)
-            lam = np.minimum(
-                _bets_rows(moved, alpha), TRUNCATION / (zero if sign > 0 else 1 - zero)
-            )
-            step = (moved - zero) if sign > 0 else (zero - moved)
-            log_k = np.sum(np.log1p(lam * stake * step), axis=1)
-            return bool(np.mean(log_k >= threshold) >= power)
-
-        far = min(hi, -lo) if lo < 0 < hi else hi - lo
-        if not reaches(far):
-            found.append(math.inf)
-            continue
-        near, out = 0.0, far
-        for _ in range(DETECTABLE_STEPS):
-            mid = 0.5 * (near + out)
-            if reaches(mid):
-                out = mid
-            else:
-                near = mid
-        found.append(out)
-    return max(found)
+    lam = np.minimum(_bets_rows(z, alpha), TRUNCATION / (zero if sign > 0 else 1 - zero))
+    step = (z - zero) if sign > 0 else (zero - z)
+    return np.asarray(np.sum(np.log1p(lam * stake * step), axis=1) >= threshold)
 
 
 def _bets_rows(z: FloatArray, alpha: float) -> FloatArray:

@@ -30,13 +30,23 @@ measures these designs like every other (docs/calibration.md, "Sequential design
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy import optimize, special
+from scipy import special
 
 from calipers.errors import InputError
+
+
+def _brentq() -> Any:
+    """scipy's root finder, imported when a boundary is computed: scipy.optimize takes ~0.4 s to
+    import, and every `calipers watch` imports this module (through the sequential rules)
+    whether or not its design has group looks."""
+    from scipy.optimize import brentq
+
+    return brentq
+
 
 FloatArray = npt.NDArray[np.float64]
 Spending = Literal["obrien-fleming", "pocock"]
@@ -192,7 +202,7 @@ def group_sequential_bounds(
         elif excess(0.0) < 0:
             out[k] = 0.0
         else:
-            out[k] = optimize.brentq(excess, 0.0, 40.0, xtol=1e-10, rtol=1e-12)
+            out[k] = _brentq()(excess, 0.0, 40.0, xtol=1e-10, rtol=1e-12)
         upper = float(out[k]) * root_t
         if k + 1 < t.size:
             rec.advance(k, upper, -upper if sides == 2 else -math.inf)
@@ -223,5 +233,5 @@ def constant_bounds(
     def excess(c: float) -> float:
         return float(crossing_probabilities(c * profile, t, sides=sides).sum()) - alpha
 
-    c = optimize.brentq(excess, 0.5, 10.0, xtol=1e-10, rtol=1e-12)
+    c = _brentq()(excess, 0.5, 10.0, xtol=1e-10, rtol=1e-12)
     return np.asarray(c * profile, dtype=np.float64)

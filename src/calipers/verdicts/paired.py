@@ -16,8 +16,8 @@ import numpy.typing as npt
 
 from calipers.errors import DataError, InputError
 from calipers.stats import holm
-from calipers.stats.betting import betting_detectable
 from calipers.stats.bootstrap import dense_codes
+from calipers.stats.detectable import simulated_detectable
 from calipers.stats.estimate import (
     Interval,
     NoInterval,
@@ -312,7 +312,7 @@ def compare_pair(
     else:
         tasks = _task_table(task_code, staged.tasks, composite_c, composite_t, samples, pair_weight)
     mde = detectable_difference(
-        composite, composite_c, composite_t, units, alpha, samples, pair_weight
+        composite, composite_c, composite_t, units, alpha, samples, pair_weight, staged.bounds
     )
     tests = paired_tests(composite, composite_c, composite_t, units, samples, pair_weight)
     repeats = paired_repeats(
@@ -465,25 +465,31 @@ def detectable_difference(
     alpha: float,
     samples: IntArray | None = None,
     weight: FloatArray | None = None,
+    bounds: tuple[float, float] | None = None,
 ) -> float | None:
-    """The MDE at 80% power: from the interval's standard error (noncentral t on its df); for
-    paired 0/1 outcomes also from the exact McNemar test the verdict requires, whichever is
-    larger — a handful of discordant pairs, not the standard error, limits what is detectable.
-    inf when no difference is detectable; None without an interval."""
+    """The MDE at 80% power. On declared `bounds` where `auto` chose the interval, or for a
+    betting interval, by simulating the procedure at the alternative (`simulated_detectable`:
+    `auto` may choose another interval there, and the betting interval's width depends on the
+    location and the path of the values); otherwise from the interval's standard error
+    (noncentral t on its df); for paired 0/1 outcomes also from the exact McNemar test the verdict
+    requires, whichever is larger — a handful of discordant pairs, not the standard error, limits
+    what is detectable. inf when no difference is detectable; None without an interval."""
     if d.interval is None:
         return None
-    if d.interval.method == "betting" and d.interval.bounds is not None:
-        # by simulation at the alternative (the interval's width depends on the location and
-        # on the path of the values, not on the standard error alone)
+    chosen = d.interval.reason is not None and d.interval.method in ("t", "betting")
+    if bounds is not None and (chosen or d.interval.method == "betting"):
         both = np.isfinite(c) & np.isfinite(t)
         w = pair_weights(samples, weight, both)
         codes = dense_codes(units[both])
-        unit_d = cluster_means(t[both] - c[both], codes, w)
         unit_w = np.bincount(codes, weights=w) if w is not None else np.bincount(codes)
-        return betting_detectable(
-            unit_d, bounds=d.interval.bounds, weights=unit_w.astype(np.float64),
+        unit_c = cluster_means(c[both], codes, w)
+        found = simulated_detectable(
+            cluster_means(t[both], codes, w) - unit_c, control=unit_c, scale=bounds,
+            weights=unit_w.astype(np.float64), auto=chosen,
             confidence_level=d.interval.confidence_level,
         )  # fmt: skip
+        if found is not None:
+            return found
     mde = d.interval.detectable_effect()
     if d.interval.formula != "newcombe-cc":
         return mde

@@ -28,12 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from calipers.errors import InputError
-from calipers.stats.sequential import (
-    CapitalGrid,
-    confidence_sequence,
-    discordant_log_evalues,
-    interval_trace,
-)
+from calipers.stats.sequential import CapitalGrid, confidence_sequence, discordant_log_evalues
 from calipers.verdicts.margin import Margin, parse_margin
 from calipers.verdicts.sequential_results import (
     PairDecision,
@@ -61,16 +56,9 @@ from calipers.verdicts.sequential_rules import (
     sequence_paths,
     sequence_threshold,
 )
+from calipers.verdicts.sequential_trace import GRID_POINTS, oriented, outcome
 
 FloatArray = npt.NDArray[np.float64]
-PATH_POINTS = 500  # the plotted sequence is thinned to at most this many points
-TRACE_CELLS = 3_000_000  # the trace's budget: ~0.15 s
-GRID_POINTS = 1001  # candidates of the grid behind a look's interval
-# The report's interval at the last unit: its ends to 2⁻²⁰ of the scale (a millionth: below any
-# digit shown) rather than betting_interval's 2⁻⁶⁰ — 4 rounds of its multisection an end instead
-# of 12, each over every unit seen.
-LAST_PRECISION = 2.0**-20
-TRACE_MIN_POINTS = 41  # the plot's grid for many units: 2.5% of the gain's range
 MIXTURE_GRID_POINTS = 401  # … with the five horizons of an open-ended sequence (the cost ∝ both)
 
 __all__ = [
@@ -133,15 +121,6 @@ class PairedUnits:
     unit_ids: tuple[str, ...] = ()
 
 
-def _oriented(plan: Plan, low: float | None, high: float | None) -> tuple[float | None, ...]:
-    """A gain interval as candidate − baseline."""
-    return (low, high) if plan.higher_is_better else (_neg(high), _neg(low))
-
-
-def _neg(x: float | None) -> float | None:
-    return None if x is None else -x
-
-
 def _reason(plan: Plan, verdict: str, margin: str | None, low: float, high: float, *,
             n: int, confidence: float, what: str) -> str:  # fmt: skip
     """The decision in words, on the gain scale."""
@@ -188,7 +167,7 @@ def _decide(
     what = {"sequence": "anytime-valid", "repeated": "repeated", "fixed": "fixed-n"}[kind]
     estimate, low, high = gain
     reason = _reason(plan, verdict, margin, low, high, n=n, confidence=confidence, what=what)
-    o_low, o_high = _oriented(plan, low, high)
+    o_low, o_high = oriented(plan, low, high)
     return PairDecision(
         meta[0], meta[1], meta[2], n, verdict, bool(decisive), final, reason,
         estimate if plan.higher_is_better else -estimate, o_low, o_high, confidence, kind,
@@ -453,7 +432,7 @@ class SequentialMonitor:
         each pair's decision as the monitor's looks made it."""
         self.look()
         outcomes = [
-            _outcome(self.plan, p.meta, np.array(p.base), np.array(p.cand), p.look(), p.n_seen)
+            outcome(self.plan, p.meta, np.array(p.base), np.array(p.cand), p.look(), p.n_seen)
             for p in self._pairs
         ]
         return _result(self.design, self.plan, outcomes, self.margin_spec, every)
@@ -505,11 +484,11 @@ def _replayed(plan: Plan, meta: tuple[str, str, str | None], base: FloatArray,
     end = seen if plan.end is None else min(seen, plan.end)
     base, cand = base[:end], cand[:end]
     if end == 0:
-        return _outcome(plan, meta, base, cand, _Pair(plan, meta).look(), seen)
+        return outcome(plan, meta, base, cand, _Pair(plan, meta).look(), seen)
     run = replay(plan, base[None, :], cand[None, :], every=every)
     stop = int(run.stop[0])
     decision = _decision_at(plan, meta, base, cand, stop if stop else end, bool(run.final[0]))
-    return _outcome(plan, meta, base, cand, decision, seen)
+    return outcome(plan, meta, base, cand, decision, seen)
 
 
 def _decision_at(plan: Plan, meta: tuple[str, str, str | None], base: FloatArray,
@@ -541,57 +520,6 @@ def _decision_at(plan: Plan, meta: tuple[str, str, str | None], base: FloatArray
     return _sequence_decision(
         plan, meta, n, ups, downs, (made.estimate, made.low, made.high), running, counts
     )
-
-
-def _outcome(plan: Plan, meta: tuple[str, str, str | None], base: FloatArray, cand: FloatArray,
-             decision: PairDecision, seen: int) -> PairOutcome:  # fmt: skip
-    stop = decision.n if decision.decisive else None
-    gains = gains_of(plan, base, cand)
-    at_stop: tuple[float, float] | None = None
-    if stop is not None and decision.low is not None and decision.high is not None:
-        at_stop = (decision.low, decision.high)
-    at_last: tuple[float, float] | None = None
-    path: list[tuple[int, float, float]] = []
-    n = int(gains.size)
-    if n and plan.sequence_alpha > 0:
-        span = plan.span
-        last = confidence_sequence(
-            gains, bounds=(-span, span), confidence_level=1.0 - plan.sequence_alpha,
-            horizon=plan.horizon, truncation=plan.truncation, precision=LAST_PRECISION,
-        )  # fmt: skip
-        lo, hi = _oriented(plan, last.low, last.high)
-        at_last = (float(lo or 0.0), float(hi or 0.0))
-        at = np.unique(np.concatenate((
-            np.linspace(1, n, min(n, PATH_POINTS - 2)).round().astype(np.int64),
-            [n] if stop is None else [stop, n],
-        )))  # fmt: skip
-        # the traced grid: at most TRACE_CELLS units × candidates × horizons (a plot needs no
-        # finer; the ends at the stop and at the last unit are exact)
-        horizons = len(plan.horizon) if isinstance(plan.horizon, tuple) else 1
-        points = int(np.clip(TRACE_CELLS // max(n * horizons, 1), TRACE_MIN_POINTS, GRID_POINTS))
-        lows, highs = interval_trace(
-            gains, at, bounds=(-span, span), alpha=plan.sequence_alpha,
-            truncation=plan.truncation, horizon=plan.horizon, points=points, extra=plan.nulls,
-        )  # fmt: skip
-        for k, a, b in zip(at, lows, highs, strict=True):
-            o_lo, o_hi = _oriented(plan, float(a), float(b))
-            path.append((int(k), float(o_lo or 0.0), float(o_hi or 0.0)))
-    elif n and plan.design.kind in GROUP_KINDS:
-        for k, at_k in enumerate(plan.looks_at):
-            if at_k > n:
-                break
-            _, lo_k, hi_k = (float(a[0]) for a in group_look(plan, gains, k))
-            o_lo, o_hi = _oriented(plan, lo_k, hi_k)
-            path.append((at_k, float(o_lo or 0.0), float(o_hi or 0.0)))
-        if path:
-            at_last = (path[-1][1], path[-1][2])
-    saved = None
-    if plan.design.n_planned is not None and stop is not None:
-        saved = max(0, plan.design.n_planned - stop)
-    return PairOutcome(
-        meta[0], meta[1], meta[2], stop, decision, at_stop, at_last, seen,
-        plan.design.n_planned, saved, path,
-    )  # fmt: skip
 
 
 def _result(design: SequentialDesign, plan: Plan, outcomes: list[PairOutcome],

@@ -100,7 +100,8 @@ class SequentialComparison(Comparison):
 
     def to_frame(self, level: str = "pair") -> pd.DataFrame:
         """level "pair": one row per pair (verdict, stop, units seen and saved, the interval at
-        the stop); "path": the anytime-valid interval after each look (n, low, high)."""
+        the stop); "path": the anytime-valid interval after each look (n, low, high), to the
+        stop of a decided pair when the comparison was made with full_path=False."""
         import pandas as pd
 
         if level == "pair":

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from calipers.verdicts.gates import SEVERITY, Verdict
 from calipers.verdicts.sequential_rules import SequentialDesign
@@ -103,24 +103,65 @@ class SequentialLook:
         }
 
 
+class Trace(Protocol):
+    """A pair's sequence over the units it took, computed when first asked for
+    (`calipers.verdicts.sequential_trace`)."""
+
+    def last(self) -> tuple[float, float] | None: ...
+
+    def path(self, *, full: bool) -> list[tuple[int, float, float]]: ...
+
+
 @dataclass
 class PairOutcome:
+    """A pair's stop and decision. What lies past the stop — the interval at the last unit seen
+    and the traced sequence beyond the stop — is computed only when asked for: a decision is
+    final at its stop, and on a long run that tail costs more than everything else (the
+    sequence over every unit seen, at every horizon of the mixture). `full_path` False: a
+    decided pair shows its sequence to the stop only, and no interval at the last unit."""
+
     control: str
     treatment: str
     task: str | None
     stopped_at: int | None  # the unit of the first decisive look (None: not decided)
     decision: PairDecision  # at the stop, else at the last unit
     interval_at_stop: tuple[float, float] | None  # exact ends (the trace's are on a grid)
-    interval_at_last: tuple[float, float] | None  # the sequence at the last unit seen
     n_seen: int
     n_planned: int | None
     units_saved: int | None  # N − stopped_at
-    path: list[tuple[int, float, float]] = field(default_factory=list)  # (n, low, high)
+    trace: Trace | None = field(default=None, repr=False, compare=False)
+    n_taken: int = 0  # the units the design took (n_seen, or N when more were given)
+    full_path: bool = True
+
+    @property
+    def traced_full(self) -> bool:
+        """The sequence is followed to the last unit taken: asked for, or nothing lies past the
+        stop (not decided, or decided at the last unit)."""
+        return self.full_path or self.stopped_at is None or self.stopped_at >= self.n_taken
+
+    @property
+    def interval_at_last(self) -> tuple[float, float] | None:
+        """The sequence at the last unit taken (None: not traced past the stop, or none)."""
+        if self.trace is None or not self.traced_full:
+            return None
+        return self.trace.last()
+
+    @property
+    def path(self) -> list[tuple[int, float, float]]:
+        """(n, low, high) after each look, thinned; to the stop unless `traced_full`."""
+        return [] if self.trace is None else self.trace.path(full=self.traced_full)
+
+    @property
+    def traced_to(self) -> int | None:
+        """The last unit the path reaches (None: no path)."""
+        path = self.path
+        return path[-1][0] if path else None
 
     def to_dict(self) -> dict[str, Any]:
         def pair(x: tuple[float, float] | None) -> list[float | None] | None:
             return None if x is None else [_finite(x[0]), _finite(x[1])]
 
+        path = self.path
         return {
             "control": self.control,
             "treatment": self.treatment,
@@ -132,7 +173,8 @@ class PairOutcome:
             "n_seen": self.n_seen,
             "n_planned": self.n_planned,
             "units_saved": self.units_saved,
-            "path": [[n, _finite(lo), _finite(hi)] for n, lo, hi in self.path],
+            "path": [[n, _finite(lo), _finite(hi)] for n, lo, hi in path],
+            "traced_to": path[-1][0] if path else None,
         }
 
 
@@ -149,6 +191,25 @@ class SequentialResult:
     notes: list[str] = field(default_factory=list)
     seed: int | None = None  # nothing is drawn at random: the units' order is the caller's
 
+    def trace_full(self, full: bool = True) -> None:
+        """Whether decided pairs show their sequence past the stop (computed when first read)."""
+        for pair in self.pairs:
+            pair.full_path = full
+
+    def untraced_notes(self) -> list[str]:
+        """One line per decided pair whose sequence is not shown past its stop."""
+        out = []
+        for p in self.pairs:
+            if p.traced_full or p.stopped_at is None:
+                continue
+            what = f"{p.treatment} vs {p.control}" + (f", task {p.task}" if p.task else "")
+            out.append(
+                f"{what}: the interval shown is the one at the stop, unit {p.stopped_at:,}; the "
+                "sequence was not traced past the stop (--full-path, or full_path=True, traces it "
+                "to the last unit)"
+            )
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": "sequential",
@@ -160,6 +221,6 @@ class SequentialResult:
             "every": self.every,
             "verdict": self.verdict,
             "pairs": [p.to_dict() for p in self.pairs],
-            "notes": self.notes,
+            "notes": [*self.notes, *self.untraced_notes()],
             "seed": self.seed,
         }

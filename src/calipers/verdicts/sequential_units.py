@@ -29,7 +29,7 @@ import numpy.typing as npt
 from calipers.data.files import sql_literal
 from calipers.errors import InputError
 from calipers.verdicts.paired import match_rows
-from calipers.verdicts.persample import cluster_labels, sample_keys_sql
+from calipers.verdicts.persample import cluster_labels
 from calipers.verdicts.sequential import PairedUnits
 
 if TYPE_CHECKING:
@@ -45,40 +45,61 @@ def arrival_positions(samples: SampleSet, runs: Sequence[str]) -> dict[str, Floa
     were written, of the sample's last row of that run (its last epoch to arrive); 0 where the
     run lacks the sample. Arrays indexed by the sample codes `stage_rows` gives."""
     where = f"run IN ({', '.join(sql_literal(r) for r in runs)})"
+    # One row per sample key in the keys' sorted order — row i is the sample code i, as
+    # `sample_keys_sql` numbers them — with each run's last position as a column: no join with
+    # the numbered keys (a third of a second on 1M rows, where this takes a tenth).
+    columns = ", ".join(
+        f"max(pos) FILTER (WHERE run = {sql_literal(r)}) AS p{i}" for i, r in enumerate(runs)
+    )
     found = samples.con.execute(
         f"""
         WITH ordered AS (
             SELECT run, task, sample_id, row_number() OVER () AS pos
             FROM {samples.relation} WHERE {where}
-        ), keys AS ({sample_keys_sql(samples.relation, list(runs))})
-        SELECT run, keys.sid, max(pos) AS pos FROM ordered JOIN keys USING (task, sample_id)
-        GROUP BY run, keys.sid
+        )
+        SELECT {columns} FROM ordered GROUP BY task, sample_id ORDER BY task, sample_id
         """
     ).fetchnumpy()
-    sids = np.asarray(found["sid"], dtype=np.int64)
-    size = int(sids.max(initial=-1)) + 1
     out: dict[str, FloatArray] = {}
-    run_col = np.asarray(found["run"], dtype=object)
-    for run in runs:
-        mine = run_col == run
-        positions = np.zeros(size, dtype=np.float64)
-        positions[sids[mine]] = np.asarray(found["pos"], dtype=np.float64)[mine]
-        out[run] = positions
+    for i, run in enumerate(runs):
+        col = found[f"p{i}"]
+        values = np.ma.filled(col.astype(np.float64), 0.0) if np.ma.isMaskedArray(col) else col
+        out[run] = np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0)
     return out
 
 
-def _unit_means(
-    values: FloatArray, samples: npt.NDArray[np.int64], units: npt.NDArray[np.int64]
-) -> tuple[npt.NDArray[np.int64], FloatArray]:
-    """Each unit's mean of its samples' means (a sample's epochs averaged first), units sorted."""
-    sample_codes, sample_of_row = np.unique(samples, return_inverse=True)
+def _codes(x: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """`np.unique(x, return_inverse=True)` — without the sort when x is already sorted, as the
+    staged rows are (by sample): a third of the units' cost on a million rows."""
+    if x.size and bool(np.all(x[1:] >= x[:-1])):
+        new = np.empty(x.size, dtype=bool)
+        new[0] = True
+        np.not_equal(x[1:], x[:-1], out=new[1:])
+        return x[new], np.cumsum(new) - 1
+    values, inverse = np.unique(x, return_inverse=True)
+    return values, inverse.reshape(-1)
+
+
+def _unit_groups(
+    samples: npt.NDArray[np.int64], units: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The rows' grouping into samples and the samples' into units, shared by both arms: the
+    unit codes (sorted), each row's sample index and each sample's unit index."""
+    _, sample_of_row = _codes(samples)
+    if bool(np.all(sample_of_row[1:] >= sample_of_row[:-1])):  # sorted: a sample's first row
+        first_row = np.flatnonzero(np.diff(sample_of_row, prepend=-1))
+    else:
+        first_row = np.unique(sample_of_row, return_index=True)[1]
+    unit_codes, unit_of_sample = _codes(units[first_row])
+    return unit_codes, sample_of_row, unit_of_sample
+
+
+def _unit_means(values: FloatArray, sample_of_row: npt.NDArray[np.int64],
+                unit_of_sample: npt.NDArray[np.int64]) -> FloatArray:  # fmt: skip
+    """Each unit's mean of its samples' means (a sample's epochs averaged first)."""
     sample_means = np.bincount(sample_of_row, weights=values) / np.bincount(sample_of_row)
-    first_row = np.unique(sample_of_row, return_index=True)[1]
-    unit_of_sample = units[first_row]
-    unit_codes, unit_of_sample_idx = np.unique(unit_of_sample, return_inverse=True)
-    means = np.bincount(unit_of_sample_idx, weights=sample_means) / np.bincount(unit_of_sample_idx)
-    del sample_codes
-    return unit_codes, np.asarray(means, dtype=np.float64)
+    means = np.bincount(unit_of_sample, weights=sample_means) / np.bincount(unit_of_sample)
+    return np.asarray(means, dtype=np.float64)
 
 
 def paired_units(
@@ -132,8 +153,9 @@ def paired_units(
         tasks = c_run.task_code[rows_c]
         for task_code in np.unique(tasks) if by_task else [None]:
             sel = np.ones(sid.size, bool) if task_code is None else tasks == task_code
-            codes, base = _unit_means(matched.control[keep][sel], sid[sel], units[sel])
-            _, cand = _unit_means(matched.treatment[keep][sel], sid[sel], units[sel])
+            codes, of_row, of_sample = _unit_groups(sid[sel], units[sel])
+            base = _unit_means(matched.control[keep][sel], of_row, of_sample)
+            cand = _unit_means(matched.treatment[keep][sel], of_row, of_sample)
             if positions is not None:
                 # a unit arrives with its last sample's last row, in either run
                 last = np.maximum(positions[control][sid[sel]], positions[treatment][sid[sel]])

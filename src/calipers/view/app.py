@@ -1,10 +1,12 @@
-"""The viewer's web app: four pages over the store, each with a JSON twin at the same address
+"""The viewer's web app: its pages over the store, each with a JSON twin at the same address
 plus `.json`, served by Starlette (`create_app`; `calipers view` runs it with uvicorn).
 
-    /            (and /runs)  every run: counts, headline numbers, cost; tick two → compare
-    /compare     one comparison, verdict first (the twin is `calipers compare --json`'s document)
+    /            (and /runs)  every run: counts, headline numbers, cost; tick two or more → compare
+    /compare     one comparison, verdict first (the twin is `calipers compare --json`'s document);
+                 with several candidates, each against the baseline (pages.py)
     /flips       the samples that changed, filtered and paged
     /sample      one sample of one run, beside another
+    /judges, /repeats, /leaderboard, /history   pages.py
 
 Every answer is built on a worker thread (the handlers are plain functions: Starlette runs them
 in its thread pool) from the store read as `reading.Reader` reads it. Safe by construction: every
@@ -20,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 import shlex
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -40,6 +43,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from calipers.data.files import visible_controls
 from calipers.errors import CalipersError, DataError
 from calipers.version import calipers_version
+from calipers.view.pages import MorePages
 from calipers.view.reading import (
     BUSY_RETRY_S,
     NotFound,
@@ -68,7 +72,11 @@ HEADERS = {
 }
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1", "[::1]"]
 TEMPLATES = ("view_runs.html.j2", "view_compare.html.j2", "view_flips.html.j2",
-             "view_sample.html.j2", "view_message.html.j2")  # fmt: skip
+             "view_sample.html.j2", "view_message.html.j2", "view_several.html.j2",
+             "view_judges.html.j2", "view_repeats.html.j2", "view_leaderboard.html.j2",
+             "view_history.html.j2")  # fmt: skip
+PAGE_LIST = ("/ (the runs), /compare, /flips, /sample, /judges, /repeats, /leaderboard, "
+             "/history; each also as .json")  # fmt: skip
 
 
 class SecurityHeaders:
@@ -108,7 +116,8 @@ def _url(path: str, params: Mapping[str, Any] | None = None, **extra: Any) -> st
     """`path?query` from `params` and `extra` (empty values left out), encoded: a name is never
     markup or a path here, only a query value."""
     merged = {k: v for k, v in {**(params or {}), **extra}.items() if v not in (None, "")}
-    return path + ("?" + urlencode(merged) if merged else "")
+    # a list is a repeated parameter (`candidate=B&candidate=C`)
+    return path + ("?" + urlencode(merged, doseq=True) if merged else "")
 
 
 def _twin_url(request: Request) -> str:
@@ -117,8 +126,10 @@ def _twin_url(request: Request) -> str:
     return path + ".json" + (f"?{query}" if query else "")
 
 
-class Viewer:
+class Viewer(MorePages):
     """The pages over one store; `routes()` for Starlette."""
+
+    page = Page  # for MorePages: how a handler answers
 
     def __init__(self, db: Path) -> None:
         from calipers.render.html import environment
@@ -137,6 +148,10 @@ class Viewer:
             "/compare": self.compare,
             "/flips": self.flips,
             "/sample": self.sample,
+            "/judges": self.judges,
+            "/repeats": self.repeats,
+            "/leaderboard": self.leaderboard,
+            "/history": self.history,
         }
         out = [Route("/", self._endpoint(self.runs, twin=False), methods=["GET"])]
         for path, build in pages.items():
@@ -244,9 +259,17 @@ class Viewer:
     def compare(self, request: Request) -> Page:
         from calipers.stats.estimate import INTERVAL_METHODS
         from calipers.verdicts.persample import CLUSTERS
-        from calipers.view.comparing import plots, task_bars
+        from calipers.view.comparing import pick_several, plots, task_bars
 
-        chosen = self._pick(request)
+        several = pick_several(
+            request.query_params,
+            request.query_params.getlist("run"),
+            self.listing(),
+            request.query_params.getlist("candidate"),
+        )
+        if len(several.candidates) > 1:  # each against the baseline: pages.py
+            return self.several(request, several)  # type: ignore[no-any-return]
+        chosen = several.pair(several.candidates[0])
         compared = self._compared(chosen)
         if request.url.path.endswith(".json"):  # the twin: the report, as `--json` writes it
             from calipers.render.json_report import dumps
@@ -285,15 +308,18 @@ class Viewer:
         chosen = self._pick(request)
         params = request.query_params
         kind, task, klass = params.get("kind", ""), params.get("task", ""), params.get("class", "")
+        size_text = params.get("size", "").strip()
+        size = _number("size", size_text) if size_text else None
         page = _page_number(params.get("page", "1"))
         data = flips_page(self._compared(chosen), chosen, kind=kind, task=task, klass=klass,
-                          page=page)  # fmt: skip
+                          size=size, page=page)  # fmt: skip
         query = chosen.query()
         sample_query = {k: v for k, v in query.items() if k not in ("baseline", "candidate")}
         sample_query = {"run": chosen.baseline, "other": chosen.candidate, **sample_query}
         context = {
             "data": data, "query": query, "sample_query": sample_query,
-            "filter_query": {**query, "kind": kind, "task": task, "class": klass},
+            "filter_query": {**query, "kind": kind, "task": task, "class": klass,
+                             "size": size_text},
         }  # fmt: skip
         title = f"Flips of {chosen.candidate} against {chosen.baseline}"
         return Page("view_flips.html.j2", title, context, data)
@@ -341,10 +367,22 @@ def _page_number(text: str) -> int:
         raise InputError(f"page={text!r} is not a page number", parameters=["page"]) from None
 
 
+def _number(name: str, text: str) -> float:
+    from calipers.view.comparing import OPTIONS
+
+    return float(OPTIONS["confidence"][1](name, text))  # a finite number, or 400 naming it
+
+
+_C1 = re.compile("[\x7f-\x9f]")
+
+
 def _json(data: Any) -> str:
+    """A twin's text. Like `--json` (render/json_report.py), DEL and the C1 controls are escaped
+    as well as C0 (0x9b is a one-byte CSI): a twin piped to a terminal cannot drive it."""
     from calipers.render.json_report import clean
 
-    return json.dumps(clean(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    text = json.dumps(clean(data), indent=2, ensure_ascii=False, allow_nan=False)
+    return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
 
 def _in_query_names(exc: CalipersError) -> tuple[str, str | None]:
@@ -394,7 +432,7 @@ def create_app(db: Path, *, host: str = "127.0.0.1", warm: bool = False) -> Star
     async def no_page(request: Request, exc: Exception) -> Response:
         # an address that is not a page, or a method other than GET: said like every error
         status = int(getattr(exc, "status_code", 404))
-        pages = "/ (the runs), /compare, /flips, /sample; each also as .json"
+        pages = PAGE_LIST
         heading, message = ("Not found", f"no page at {request.url.path}") if status == 404 \
             else ("Not allowed", f"{request.method} is not how a page is asked for")  # fmt: skip
         hint = f"The pages: {pages}." if status == 404 else "Pages are read with GET."

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from calipers import api
+from calipers.data.files import visible_controls
 from calipers.data.store import Store
 from calipers.errors import InputError
 from calipers.view.reading import NotFound
@@ -101,8 +102,13 @@ class Pick:
 
 
 def _named(run: str, runs: Mapping[str, dict[str, Any]]) -> str:
+    """The run `run` names: itself, or — from a form, where a page shows a name's control
+    characters as `\\xNN` (render/html.py) and so submits them so — the one run shown as it."""
     if run in runs:
         return run
+    shown = [name for name in runs if visible_controls(name) == run]
+    if len(shown) == 1:
+        return shown[0]
     names = list(runs)
     raise NotFound(
         f"no run {run!r} in the store",
@@ -111,35 +117,57 @@ def _named(run: str, runs: Mapping[str, dict[str, Any]]) -> str:
     )  # fmt: skip
 
 
-def pick(params: Mapping[str, str], ticked: list[str], listing: dict[str, Any]) -> Pick:
-    """The comparison `params` ask for, checked against the runs of `listing` (the runs page's
-    data); `ticked`: the runs ticked on the runs page (`run=A&run=B`), the earlier import the
-    baseline, used when `baseline` and `candidate` are not given."""
+def named(run: str, listing: dict[str, Any]) -> str:
+    """The run of the runs page's `listing` that `run` names (`_named`), or 404."""
+    return _named(run, {r["run"]: r for r in listing["runs"]})
+
+
+def asked_runs(
+    params: Mapping[str, str], ticked: list[str], candidates: list[str], listing: dict[str, Any]
+) -> tuple[str, list[str]]:
+    """The baseline and the candidates a query names: `baseline` and `candidate` (repeatable),
+    or the runs ticked on the runs page (`run=A&run=B&run=C`) with `baseline` the one chosen
+    there — else the earliest import — and the others its candidates, in order of import."""
     runs = {r["run"]: r for r in listing["runs"]}
-    baseline, candidate = params.get("baseline", ""), params.get("candidate", "")
-    if not (baseline or candidate) and ticked:
-        if len(ticked) != 2:
+    baseline = params.get("baseline", "")
+    given = [c for c in candidates if c]
+    if not given and ticked:
+        picked = sorted(set(_named(r, runs) for r in ticked),
+                        key=lambda r: (runs[r].get("last_import") or "", r))  # fmt: skip
+        if baseline:
+            baseline = _named(baseline, runs)
+            picked = [r for r in picked if r != baseline]
+        elif len(picked) >= 2:
+            baseline, picked = picked[0], picked[1:]
+        if not picked or not baseline:
             raise InputError(
-                f"tick two runs to compare ({len(ticked)} ticked)",
-                hint="Go back to the runs page and tick exactly two.",
+                f"tick two runs or more to compare ({len(ticked)} ticked)",
+                hint="Go back to the runs page and tick two (or more: each is compared with the "
+                "baseline).",
             )
-        first, second = (runs.get(_named(r, runs)) or {} for r in ticked)
-        older = sorted([first, second], key=lambda r: (r.get("last_import") or "", r["run"]))
-        baseline, candidate = older[0]["run"], older[1]["run"]
-    if not baseline or not candidate:
+        given = picked
+    if not baseline or not given:
         raise InputError(
             "a comparison needs `baseline` and `candidate`",
             hint="Tick two runs on the runs page, or add ?baseline=RUN&candidate=RUN.",
             parameters=["baseline", "candidates"],
         )
-    _named(baseline, runs)
-    _named(candidate, runs)
-    if baseline == candidate:
+    baseline = _named(baseline, runs)
+    found = list(dict.fromkeys(_named(c, runs) for c in given))
+    if baseline in found:
         raise InputError(
             "the baseline and the candidate are the same run",
             hint="Pick two different runs.",
             parameters=["baseline", "candidates"],
         )
+    return baseline, found
+
+
+def choose(
+    params: Mapping[str, str], compared: list[dict[str, Any]]
+) -> tuple[str, tuple[tuple[str, Any], ...], str | None]:
+    """The scheme and the options (library names, in `OPTIONS` order) of a comparison of the
+    runs `compared` (their runs-page rows), and how the viewer chose what the query left out."""
     given: dict[str, Any] = {}
     for name, (option, parse) in OPTIONS.items():
         value = params.get(name, "").strip()
@@ -152,12 +180,12 @@ def pick(params: Mapping[str, str], ticked: list[str], listing: dict[str, Any]) 
             hint=f"For {scheme}: calipers compare --scheme {scheme} --html PAGE.",
             parameters=["scheme"],
         )
-    both = (runs[baseline], runs[candidate])
+    every = "both runs" if len(compared) == 2 else "every run"
     if not scheme:
         if "metric" in given:
             scheme = "metric"
-        elif all(r.get("layered_observations") for r in both):
-            scheme, chosen = "layered", "both runs have assertions or judgments"
+        elif all(r.get("layered_observations") for r in compared):
+            scheme, chosen = "layered", f"{every} have assertions or judgments"
         else:
             scheme = "metric"
     if scheme == "layered" and ("metric" in given or "bounds" in given):
@@ -166,18 +194,76 @@ def pick(params: Mapping[str, str], ticked: list[str], listing: dict[str, Any]) 
         given.pop("bounds", None)
         chosen = "the metric left out: the layered scheme compares its layers"
     if scheme == "metric" and "metric" not in given:
-        shared = [m for m in both[0].get("metrics", {}) if m in both[1].get("metrics", {})]
+        shared = [m for m in compared[0].get("metrics", {})
+                  if all(m in r.get("metrics", {}) for r in compared[1:])]  # fmt: skip
         if not shared:
+            these = "these two runs share" if len(compared) == 2 else "these runs share"
             raise InputError(
-                "these two runs share no metric (`correct` or a key of `scores`) and do not "
-                "both have assertions or judgments",
+                f"{these} no metric (`correct` or a key of `scores`) and do not "
+                f"{'both' if len(compared) == 2 else 'all'} have assertions or judgments",
                 hint="Compare runs that were scored alike, or give ?metric=NAME.",
                 parameters=["metric"],
             )
         given["metric"] = shared[0]
-        chosen = f"the first metric both runs have ({len(shared)} shared)"
-    ordered = tuple((o, given[o]) for o, _ in OPTIONS.values() if o in given)
-    return Pick(baseline, candidate, scheme, ordered, chosen)
+        chosen = f"the first metric {every} have ({len(shared)} shared)"
+    return scheme, tuple((o, given[o]) for o, _ in OPTIONS.values() if o in given), chosen
+
+
+def pick(
+    params: Mapping[str, str],
+    ticked: list[str],
+    listing: dict[str, Any],
+    candidates: list[str] | None = None,
+) -> Pick:
+    """The comparison of two runs `params` ask for, checked against the runs of `listing` (the
+    runs page's data); `ticked`: the runs ticked on the runs page (`asked_runs`)."""
+    several = pick_several(params, ticked, listing, candidates)
+    if len(several.candidates) != 1:
+        raise InputError(
+            f"this page shows one pair; {len(several.candidates)} candidates were given",
+            hint="Open each pair from the comparison of several runs.",
+            parameters=["candidates"],
+        )
+    return Pick(several.baseline, several.candidates[0], several.scheme, several.options,
+                several.chosen)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Several:
+    """A comparison of one baseline with one candidate or more (`calipers compare --baseline A
+    --candidate B --candidate C`): as `Pick`, with the candidates in order."""
+
+    baseline: str
+    candidates: tuple[str, ...]
+    scheme: str
+    options: tuple[tuple[str, Any], ...]
+    chosen: str | None = field(default=None, compare=False)
+
+    def option(self, name: str) -> Any:
+        return dict(self.options).get(name)
+
+    def pair(self, candidate: str) -> Pick:
+        return Pick(self.baseline, candidate, self.scheme, self.options, self.chosen)
+
+    def query(self) -> dict[str, Any]:
+        """The query that names this comparison: `candidate` once per candidate."""
+        first = self.pair(self.candidates[0]).query()
+        return {**first, "candidate": list(self.candidates)}
+
+
+def pick_several(
+    params: Mapping[str, str],
+    ticked: list[str],
+    listing: dict[str, Any],
+    candidates: list[str] | None = None,
+) -> Several:
+    """The comparison `params` ask for: a baseline and its candidates (`asked_runs`), the scheme
+    and options (`choose`). `candidates`: the query's `candidate`s (default: its one)."""
+    runs = {r["run"]: r for r in listing["runs"]}
+    asked = [params.get("candidate", "")] if candidates is None else candidates
+    baseline, found = asked_runs(params, ticked, asked, listing)
+    scheme, options, chosen = choose(params, [runs[baseline], *(runs[c] for c in found)])
+    return Several(baseline, tuple(found), scheme, options, chosen)
 
 
 @dataclass
@@ -198,13 +284,14 @@ class Compared:
         return dict(getattr(self.result, "flips", {}) or {}).get(candidate)
 
 
-def compare(store: Store, chosen: Pick) -> Compared:
+def compare(store: Store, chosen: Pick | Several) -> Compared:
     """`calipers.compare` over the store's samples, as `calipers compare --db` calls it."""
     from calipers.render.json_report import clean
 
+    candidates = list(chosen.candidates) if isinstance(chosen, Several) else [chosen.candidate]
     result = api.compare(
         store.samples(), chosen.scheme, baseline=chosen.baseline,
-        candidates=[chosen.candidate], **dict(chosen.options),
+        candidates=candidates, **dict(chosen.options),
     )  # fmt: skip
     return Compared(result, clean(result.to_dict()))
 
@@ -276,17 +363,23 @@ def flips_page(
     kind: str = "",
     task: str = "",
     klass: str = "",
+    size: float | None = None,
     page: int = 1,
 ) -> dict[str, Any]:
     """The pair's flips: the counts and tables of `PairFlips.to_dict()` (without its listed
     flips), and the samples that regressed or improved — of one direction (`kind`), `task` and
-    class (`klass`) when given — largest change first, PER_PAGE of them on page `page`."""
+    class (`klass`), and changed by at least `size` (the magnitude of the change on the compared
+    value's scale: an error's flip, which has no change, is then left out) when given — largest
+    change first, PER_PAGE of them on page `page`."""
     if kind and kind not in DIRECTIONS:
         raise InputError(f"kind={kind!r}: give regressions or improvements", parameters=["kind"])
     if klass and klass not in CLASSES:
         raise InputError(f"class={klass!r}: give one of {', '.join(CLASSES)}", parameters=["class"])
     if page < 1:
         raise InputError(f"page={page}: pages count from 1", parameters=["page"])
+    if size is not None and size < 0:
+        raise InputError(f"size={size:g}: give a change's magnitude, 0 or more",
+                         parameters=["size"])  # fmt: skip
     found = compared.flips(chosen.candidate)
     if found is None:
         raise InputError(f"the {chosen.scheme} comparison lists no flips")
@@ -303,11 +396,14 @@ def flips_page(
         mask &= np.asarray(s["task"], dtype=object) == task
     if klass:
         mask &= np.asarray(s["kind"], dtype=object) == klass
+    change = np.abs(np.asarray(s["difference"], dtype=float))
+    if size is not None:
+        mask &= np.nan_to_num(change, nan=-1.0) >= size
     rows = np.flatnonzero(mask)
-    size = np.abs(np.asarray(s["difference"], dtype=float)[rows])
+    magnitude = change[rows]
     # largest change first (an error with no outcome on one side has none: last), ties in the
     # samples' (task, sample_id) order
-    rows = rows[np.argsort(-np.nan_to_num(size, nan=-1.0), kind="stable")]
+    rows = rows[np.argsort(-np.nan_to_num(magnitude, nan=-1.0), kind="stable")]
     pages = max(1, math.ceil(rows.size / PER_PAGE))
     page = min(page, pages)
     items = []
@@ -321,7 +417,12 @@ def flips_page(
         "pair": {"baseline": chosen.baseline, "candidate": chosen.candidate},
         "scheme": chosen.scheme,
         "verdict": compared.pair["verdict"],
-        "filters": {"kind": kind or None, "task": task or None, "class": klass or None},
+        "filters": {
+            "kind": kind or None,
+            "task": task or None,
+            "class": klass or None,
+            "size": size,
+        },
         "page": page,
         "pages": pages,
         "per_page": PER_PAGE,

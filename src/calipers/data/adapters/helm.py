@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from calipers.data.adapters.jsonfile import load_json
+from calipers.data.adapters.manifests import HELM_RUN
 from calipers.data.adapters.values import Notes, Rows, count, key
 from calipers.errors import InputError
 
@@ -62,7 +63,9 @@ def detect(path: Path) -> bool:
     try:
         if path.is_dir():
             return bool(_run_dirs(path))
-        return path.suffix == ".json" and path.is_file() and _looks_like_stats(path)
+        # display_predictions.json opens alike but is helm-summarize's (adapters.manifests)
+        named = path.suffix == ".json" and path.name not in HELM_RUN
+        return named and path.is_file() and _looks_like_stats(path)
     except OSError:
         return False
 

@@ -8,7 +8,9 @@ true/false) under its scorer's name, `scorer/key` for each key of a dict-valued 
 would count as 0 with a warning (other strings, lists) and unscored (NaN) values are left out.
 `correct` only when the log has one score key and all its values are C/I or booleans. Tokens and
 cost are the eval's model's (`eval.model`), the other models' (graders) go to `grader_*`
-(inspect_usage); `latency_s` is its total (else working) time, `error` its error.
+(inspect_usage); `latency_s` is its total (else working) time, `error` its error. With epoch
+reducers other than the mean, each score's name holds inspect's headline reducer, and every
+reducer's per-sample value is under `NAME@REDUCER` (inspect_reducers).
 `input` is the input text (a chat input's messages blank-line separated), `expected` the target
 (one per line), `output` the completion. A sample id may hold "/": a .eval then nests its entry
 (`samples/geo/fr_epoch_1.json`). A log of any status is read: a cancelled, failed or unfinished
@@ -33,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from calipers.data import jsontext
-from calipers.data.adapters import inspect_usage
+from calipers.data.adapters import inspect_reducers, inspect_usage
 from calipers.data.adapters.values import Notes, count, is_number
 from calipers.data.adapters.values import key as id_text
 from calipers.errors import InputError
@@ -117,6 +119,8 @@ def read_rows(path: Path) -> Rows:
     spec = _obj(header.get("eval"))
     rows = [_row(sample, spec, raws) for sample, raws in zip(samples, raw_scores, strict=True)]
     warnings = _incomplete(path, header, len(rows)) + _usage_warnings(path, samples, spec)
+    headline = inspect_reducers.reducers(header)[0]
+    unequal = _unequal_epochs(path, rows, headline)  # on each epoch's values, before reducing
     # Which of several scorers is "the" outcome is not ours to choose; nor is P's or N's verdict.
     values = [v for raws in raw_scores for v in raws.values()]
     keys = {key for raws in raw_scores for key in raws}
@@ -124,7 +128,8 @@ def read_rows(path: Path) -> Rows:
         for row, raws in zip(rows, raw_scores, strict=True):
             if raws:
                 row["correct"] = next(iter(raws.values())) in ("C", True)
-    return Rows(rows, warnings + _unequal_epochs(path, rows) + notes.lines())
+    warnings += inspect_reducers.apply(rows, header, path, _to_float, notes)
+    return Rows(rows, warnings + unequal + notes.lines())
 
 
 def _obj(value: Any) -> dict[str, Any]:
@@ -160,6 +165,9 @@ def _read_eval(path: Path) -> tuple[dict[str, Any], list[Any]]:
             header = _member(path, archive, found[0])
             if found[0] != "header.json" and isinstance(header, dict):
                 header.setdefault("status", "started")  # as inspect reads a log without header
+            if "reductions.json" in archive.namelist() and isinstance(header, dict):
+                # each sample's reduced values, as a .json log holds them (inspect_reducers)
+                header["reductions"] = _member(path, archive, "reductions.json")
             samples = []
             for name in archive.namelist():
                 if match := _SAMPLE.fullmatch(name):
@@ -349,9 +357,10 @@ def _incomplete(path: Path, header: dict[str, Any], found: int) -> list[str]:
     ]
 
 
-def _unequal_epochs(path: Path, rows: list[dict[str, Any]]) -> list[str]:
+def _unequal_epochs(path: Path, rows: list[dict[str, Any]], reducer: str) -> list[str]:
     """Samples with fewer scored epochs (for some score) than others: an errored or unscored
-    epoch. The mean of per-sample means then differs from the mean over all rows."""
+    epoch. The mean of per-sample means then differs from the mean over all rows. `reducer`:
+    inspect's headline reducer, which calipers' plain score names hold (inspect_reducers)."""
     counts: dict[str, dict[str, int]] = {}
     for row in rows:
         for key in row.get("scores", {}):
@@ -366,11 +375,16 @@ def _unequal_epochs(path: Path, rows: list[dict[str, Any]]) -> list[str]:
     }
     if not fewer:
         return []
+    what = (
+        "the mean of its scored epochs"
+        if reducer == inspect_reducers.MEAN
+        else f"the {reducer} of its scored epochs, inspect's reduced value"
+    )
     return [
         f"{path}: {_plural(len(fewer), 'sample has', 'samples have')} fewer scored epochs "
-        "than others (an errored or unscored epoch); each sample still weighs the same in "
-        "calipers' means — the mean of its scored epochs — as in inspect's headline, but "
-        "those samples' means rest on fewer epochs"
+        f"than others (an errored or unscored epoch); each sample still weighs the same in "
+        f"calipers' means — {what} — as in inspect's headline, but those samples' "
+        f"{'means' if reducer == inspect_reducers.MEAN else 'values'} rest on fewer epochs"
     ]
 
 
