@@ -8,6 +8,7 @@ smoke run of the calibration study."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -361,3 +362,20 @@ def test_calibration_study_smoke() -> None:
     assert study.truth(study.PPICell("grouped-scale", 30)) == pytest.approx(
         float(np.arange(1, 6) @ study._grouped_levels())
     )
+
+
+def test_every_sample_labelled_gives_the_labels_interval_without_a_0_over_0() -> None:
+    """With no unlabelled unit there is nothing for the judge to correct: the labels' own t
+    interval, the reason said, and no 0/0 on the way (it warned, and named the wrong reason:
+    "the corrected scores do not vary")."""
+
+    rng = np.random.default_rng(1)
+    judge = rng.uniform(1, 5, 60)
+    human = np.clip(judge + rng.normal(0, 0.5, 60), 1, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = ppi_mean(judge, human)
+    alone = mean_interval(human, method="t")
+    assert result.source == "human-only" and result.ppi is None
+    assert (result.interval.low, result.interval.high) == (alone.low, alone.high)
+    assert result.effective_labels == 60 and "nothing to add" in (result.ppi_reason or "")

@@ -462,8 +462,6 @@ def _ppi(
     else:
         paper = min(1.0, max(0.0, _paper_lambda(f, y, labelled, codes, ww, g)))
         lam_rows, method = np.full(n_labelled, paper), "in-sample"
-    parts = _parts(f, y, labelled, codes, ww, lam_rows)
-    human_var, _ = _variance(_parts(f, y, labelled, codes, ww, np.zeros(n_labelled)), asymptotic)
     ppi: Interval | None = None
     ppi_reason: str | None = None
     if stratified and tuned and g_u >= 2 and not asymptotic:
@@ -477,7 +475,16 @@ def _ppi(
             ppi = replace(ppi, n_effective=effective)
         else:
             effective = float(g_l)
+    elif g_u < 2:
+        # every unit (or all but one) labelled: no unlabelled mean for the judge to correct, and
+        # its parts would be 0/0 (the "corrected scores do not vary" reason was wrong here)
+        lam_value, effective = 0.0, float(g_l)
+        ppi_reason = "every unit but at most one is labelled: the judge has nothing to add"
     else:
+        parts = _parts(f, y, labelled, codes, ww, lam_rows)
+        human_var, _ = _variance(
+            _parts(f, y, labelled, codes, ww, np.zeros(n_labelled)), asymptotic
+        )
         lam_value = parts.lam
         variance, df = _variance(parts, asymptotic)
         estimate = parts.lam * parts.f_u + parts.r_l
