@@ -16,6 +16,7 @@ from calipers.cli.compare_inputs import VsCommand, open_compared, vs_option
 from calipers.cli.data import print_warnings
 from calipers.cli.main import cli
 from calipers.cli.options import (
+    GATES,
     FiniteRange,
     LocalPath,
     bootstrap_options,
@@ -126,7 +127,7 @@ from calipers.verdicts.flips import LISTED
 )
 @click.option(
     "--gate",
-    type=click.Choice(["no-regress", "ship", "non-inferior", "none"]),
+    type=click.Choice(GATES),
     default="no-regress",
     show_default=True,
     help="Exit 3 on REGRESS (no-regress), unless PROGRESS / promoted (ship), unless every "

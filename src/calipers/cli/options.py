@@ -77,6 +77,9 @@ class FiniteRange(click.FloatRange):
 
 
 FINITE = FiniteRange()
+# the gates a comparison's exit code can follow (compare, watch, run --stop): one list, so a new
+# gate reaches every command that gates
+GATES = ("no-regress", "ship", "non-inferior", "none")
 
 
 def flag_for(parameter: str) -> str:

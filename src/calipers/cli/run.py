@@ -11,6 +11,7 @@ import click
 from calipers.cli.judge_output import judge_failure, judges_table, with_calls
 from calipers.cli.main import cli, stdout_console
 from calipers.cli.options import (
+    GATES,
     FiniteRange,
     LocalPath,
     db_option,
@@ -184,7 +185,7 @@ def store_rows(rows: list[dict[str, object]], db: Path) -> tuple[int, int]:
 @click.option(
     "--gate",
     "stop_gate",
-    type=click.Choice(["no-regress", "ship", "non-inferior", "none"]),
+    type=click.Choice(GATES),
     default="no-regress",
     show_default=True,
     help="With --stop: exit 3 as compare's gates do (REGRESS; unless PROGRESS; unless "

@@ -18,6 +18,7 @@ from calipers.cli.compare_inputs import VsCommand, open_compared, vs_option
 from calipers.cli.data import print_warnings
 from calipers.cli.main import cli, stderr_console
 from calipers.cli.options import (
+    GATES,
     FiniteRange,
     LocalPath,
     db_option,
@@ -151,7 +152,7 @@ from calipers.verdicts.sequential_units import ORDERS
 @layered_metric_options
 @click.option(
     "--gate",
-    type=click.Choice(["no-regress", "ship", "non-inferior", "none"]),
+    type=click.Choice(GATES),
     default="no-regress",
     show_default=True,
     help="As compare's: exit 3 on REGRESS (no-regress), unless PROGRESS (ship), unless every "
