@@ -17,7 +17,8 @@ from calipers.data.adapters import adapter_for, openai_evals
 from calipers.errors import InputError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "importers" / "openai_evals"
-LOGS = sorted(FIXTURES.glob("*.jsonl"))
+# the model-graded log (grader usage apart) is tested in test_import_grader_usage.py
+LOGS = sorted(p for p in FIXTURES.glob("*.jsonl") if "+" not in p.name)
 IMPORTERS = FIXTURES.parent
 GOOD = Path(__file__).parent / "fixtures" / "good"
 

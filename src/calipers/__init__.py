@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         open,
         open_sides,
         plan,
+        rank,
         score,
         watch,
     )
@@ -41,12 +42,13 @@ __all__ = [
     "open",
     "open_sides",
     "plan",
+    "rank",
     "score",
     "watch",
 ]
 _API = {
-    "Samples", "available_schemes", "compare", "load", "open", "open_sides", "plan", "score",
-    "watch",
+    "Samples", "available_schemes", "compare", "load", "open", "open_sides", "plan", "rank",
+    "score", "watch",
 }  # fmt: skip
 _ERRORS = {"CalipersError", "DataError", "GateFailed", "InputError", "ValidationError"}
 

@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from calipers.data.sides import Sides
 
 __all__ = [
-    "Samples", "available_schemes", "compare", "load", "open", "open_sides", "plan", "score",
-    "watch",
+    "Samples", "available_schemes", "compare", "load", "open", "open_sides", "plan", "rank",
+    "score", "watch",
 ]  # fmt: skip
 
 
@@ -61,6 +61,7 @@ def open(
     rename: str | None = None,
     format: str = "auto",
     map: str | Mapping[str, str] | None = None,
+    task: str | None = None,
 ) -> Samples:
     """Samples from wherever they are, ready for `score` and `compare`.
 
@@ -71,7 +72,8 @@ def open(
     .calipers/calipers.duckdb) read-only. `runs` keeps only those runs (as `--run`, a name or
     several); `rename` names the run of every sample read from `source` (as `--as`), before
     `runs` picks. `map` reads a file whose columns have other names: {field: column} or
-    "sample_id=doc_id,scores.acc=acc" (as `--map`).
+    "sample_id=doc_id,scores.acc=acc" (as `--map`; a nested field with dots); `task` names the
+    task of every sample read from files (as `--task`).
     """
     from calipers.data.source import open_samples
 
@@ -81,7 +83,7 @@ def open(
     where = _paths(source)
     if source is None or where is not None:
         samples = open_samples(
-            where, db=db, runs=picked, rename=rename, format=format, mapping=_mapping(map)
+            where, db=db, runs=picked, rename=rename, format=format, mapping=_mapping(map, task)
         )
         return _as_samples(samples)
     samples = _open_records(source, rename=rename)
@@ -115,9 +117,9 @@ def open_sides(
     return _as_samples(samples), sides
 
 
-def _mapping(map: str | Mapping[str, str] | None) -> dict[str, str]:
+def _mapping(map: str | Mapping[str, str] | None, task: str | None = None) -> dict[str, str]:
     given = map if isinstance(map, str | None) else ",".join(f"{f}={c}" for f, c in map.items())
-    return parse_map(given)
+    return parse_map(given, task)
 
 
 def only_run(samples: SampleSet, ask: str) -> str:
@@ -487,6 +489,7 @@ def load(
     rename: str | None = None,
     format: str = "auto",
     map: str | Mapping[str, str] | None = None,
+    task: str | None = None,
 ) -> Any:
     """Samples as a pyarrow Table (`.to_pandas()`, `polars.from_arrow(...)`).
 
@@ -500,5 +503,54 @@ def load(
         return source.samples(picked or None).to_arrow()
     if isinstance(source, str | Path) and Path(source).suffix in (".duckdb", ".db"):
         source, db = None, source
-    with open(source, db=db, runs=runs, rename=rename, format=format, map=map) as samples:
+    with open(
+        source, db=db, runs=runs, rename=rename, format=format, map=map, task=task
+    ) as samples:
         return samples.to_arrow()
+
+
+def rank(
+    source: str | Path | Any | None = None,
+    *,
+    db: str | Path | None = None,
+    runs: str | Sequence[str] | None = None,
+    judges: str | Sequence[str] | None = None,
+    orders: str = "both",
+    prior: float = 1.0,
+    rank_method: str = "marginal",
+    n_resamples: int = 10_000,
+    seed: int | None = None,
+    confidence_level: float = 0.95,
+) -> Any:
+    """Runs by Bradley–Terry strength over pairwise preferences, with bootstrap intervals, rank
+    intervals and tie groups: `calipers rank --pairwise [FILE]` (docs/rankings.md).
+
+    `source` is a preference file (CSV, JSON Lines, JSON array, Parquet: model_a, model_b,
+    winner as in arena logs, or a, b, winner), or its rows as a list of dicts or a DataFrame;
+    None ranks the store's verdicts at `db` (`calipers grade --pairwise`). `runs` and `judges`
+    keep only those; `prior=0` gives the plain maximum-likelihood strengths. Returns a
+    `PairwiseRanking`: `.fit` (strengths, intervals, `win_probability`), `.strengths`, and
+    `.to_dict()`, the report of `--json` (schema pairwise-rank)."""
+    from calipers.grading.pairwise import rank_pairs
+    from calipers.running.pairwise import pairwise_input
+    from calipers.stats import DEFAULT_SEED
+
+    if orders not in ("both", "ab"):
+        raise InputError(f"orders must be 'both' or 'ab', got {orders!r}", parameters=["orders"])
+    if rank_method not in ("marginal", "simultaneous", "percentile"):
+        raise InputError(
+            f"rank_method must be marginal, simultaneous or percentile, got {rank_method!r}",
+            parameters=["rank_method"],
+        )
+    picked = [runs] if isinstance(runs, str) else list(runs or [])
+    by = [judges] if isinstance(judges, str) else list(judges or [])
+    from calipers.workspace import DEFAULT_DB
+
+    store = Path(db) if db is not None else DEFAULT_DB
+    rows, origin, held = pairwise_input(source, db=store, runs=picked, judges=by)
+    return rank_pairs(
+        rows, source=origin, orders=orders, prior=prior,  # type: ignore[arg-type]
+        n_resamples=n_resamples, confidence_level=confidence_level,
+        rank_method=rank_method,  # type: ignore[arg-type]
+        seed=DEFAULT_SEED if seed is None else seed, preferences=held,
+    )  # fmt: skip

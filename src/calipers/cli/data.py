@@ -36,6 +36,36 @@ def print_warnings(warnings: list[str]) -> None:
         err.print(f"[yellow]warning:[/] {escape(w)}", markup=True, highlight=False)
 
 
+def print_not_imported(entries: list[dict[str, Any]]) -> None:
+    """The import's notes on what another tool's files held and calipers left out (stderr)."""
+    from calipers.data.adapters.unimported import lines
+
+    err = stderr_console()
+    for line in lines(entries):
+        err.print(f"[cyan]note:[/] {escape(line)}", markup=True, highlight=False)
+
+
+def _write_import_json(json_out: str, summary: Any, db: Path) -> None:
+    """`import --json`: the summary as the `import` schema describes it."""
+    report = {
+        "kind": "import",
+        "store": str(db),
+        "files": summary.files,
+        "observations": summary.samples,
+        "replaced": summary.replaced,
+        "runs": list(summary.runs),
+        "warnings": list(summary.warnings),
+        "not_imported": summary.not_imported,
+    }
+    text = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+    if json_out == "-":
+        sys.stdout.write(text)
+        return
+    if Path(json_out).is_dir():
+        raise InputError(f"--json {json_out}: is a directory", hint="Give a file path.")
+    write_atomic(Path(json_out), text, shared=True)
+
+
 @cli.command("import")
 @click.argument(
     "files", metavar="PATHS...", nargs=-1, required=True, type=LocalPath(path_type=Path)
@@ -52,7 +82,9 @@ def print_warnings(warnings: list[str]) -> None:
     help="File format. auto: another tool's output by its content (inspect_ai log, lm-eval "
     "samples or results, promptfoo results, kelvin directory, lighteval details, oaieval record "
     "log, deepeval test run, HELM run directory, NeMo Evaluator BYOB predictions, Phoenix "
-    "experiment download), else by extension.",
+    "experiment download (JSON or CSV), promptfoo -o results.csv, MLflow eval_results_table.json, "
+    "ragas result, LangSmith results table, Braintrust experiment events, Every Eval Ever "
+    "instance-level JSON Lines), else by extension.",
 )
 @click.option(
     "--name-by",
@@ -63,6 +95,16 @@ def print_warnings(warnings: list[str]) -> None:
     "the file's directory), or the file's name: `import logs/v1 logs/v2 --name-by directory` "
     "makes runs v1 and v2 of two logs of one model.",
 )
+@click.option(
+    "--json",
+    "json_out",
+    default=None,
+    callback=output_path,
+    metavar="PATH|-",
+    help="Also write what was imported as JSON (schema `import`): runs, counts, warnings and "
+    "`not_imported`, the metrics and fields of another tool's files left out and why; to PATH "
+    "(atomically), or to stdout for - (instead of the summary line).",
+)
 @quiet_option
 @db_option
 def import_(
@@ -72,6 +114,7 @@ def import_(
     column_map: str | None,
     fmt: str,
     name_by: str,
+    json_out: str | None,
     db: Path,
 ) -> None:
     """Validate PATHS and import them into the store, all in one transaction. A directory
@@ -86,6 +129,11 @@ def import_(
             mapping=parse_map(column_map), name_by=name_by,
         )  # fmt: skip
     print_warnings(summary.warnings)
+    print_not_imported(summary.not_imported)
+    if json_out:
+        _write_import_json(json_out, summary, db)
+        if json_out == "-":
+            return
     replaced = (
         f" ({summary.replaced:,} replaced observations with the same key)"
         if summary.replaced
@@ -176,9 +224,11 @@ def _metrics_cell(metrics: dict[str, dict[str, Any]]) -> str:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["parquet", "csv", "jsonl"]),
+    type=click.Choice(["parquet", "csv", "jsonl", "eee"]),
     default=None,
-    help="Output format (default: from OUT's extension; jsonl for -).",
+    help="Output format (default: from OUT's extension; jsonl for -). eee: the Every Eval Ever "
+    "schema, OUT a directory (OUT/data/<task>/<developer>/<model>/<uuid>.json and "
+    "<uuid>_samples.jsonl per run and task).",
 )
 @click.option("--run", "runs_", multiple=True, metavar="NAME", help="Only this run (repeatable).")
 @quiet_option
@@ -186,12 +236,44 @@ def _metrics_cell(metrics: dict[str, dict[str, Any]]) -> str:
 def export(out: Path, fmt: str | None, runs_: tuple[str, ...], db: Path) -> None:
     """Write the store's samples to OUT (Parquet, CSV or JSON Lines), atomically; - writes them
     to stdout (JSON Lines unless --format), and nothing else."""
+    if fmt == "eee":
+        _export_eee(out, list(runs_), db)
+        return
     if str(out) == "-":
         _export_to_stdout(db, fmt or "jsonl", list(runs_))
         return
     with Store(db, read_only=True) as store:
         n = store.export(out, format=fmt, runs=list(runs_) or None)
     stdout_console().print(f"Wrote {n:,} samples to {escape(str(out))}")
+
+
+def _export_eee(out: Path, runs: list[str], db: Path) -> None:
+    """`export OUT --format eee`: the Every Eval Ever files of each run and task under OUT."""
+    from calipers import __version__
+    from calipers.data.eee_export import export_eee, store_rows
+
+    if str(out) == "-":
+        raise InputError("--format eee writes a directory of files", hint="Give a directory.")
+    with Store(db, read_only=True) as store:
+        known = {r.run for r in store.runs()}
+        missing = [r for r in runs if r not in known]
+        if missing:
+            raise InputError(
+                f"--run {', '.join(missing)}: no such run in {db}",
+                hint=f"Runs there: {', '.join(sorted(known)) or '(none)'}.",
+            )
+        done = export_eee(store_rows(store.samples(runs or None)), out, __version__)
+    left = (
+        f"; {done.left_out:,} observations with neither scores nor correct (errors) left out: "
+        "EEE holds a score per record"
+        if done.left_out
+        else ""
+    )
+    stdout_console().print(
+        f"Wrote {done.records:,} Every Eval Ever instance records in {len(done.files)} files "
+        f"under {escape(str(out))}{left}",
+        highlight=False,
+    )
 
 
 def _export_to_stdout(db: Path, fmt: str, runs: list[str]) -> None:
@@ -217,7 +299,7 @@ def _export_to_stdout(db: Path, fmt: str, runs: list[str]) -> None:
     metavar="KIND",
     help="Print the schema of a JSON report instead: a scheme (reasonscore, layered, metric, "
     "rubric, objective, robustness), compare, objective-compare, check, plan, rank, "
-    "pairwise-rank, run or store.",
+    "pairwise-rank, run, store or import.",
 )
 @quiet_option
 def schema(report: str | None) -> None:

@@ -116,14 +116,36 @@ def as_option(func: Any) -> Any:
 
 
 def map_option(func: Any) -> Any:
-    """`--map FIELD=COLUMN,…`: a file whose columns have other names."""
+    """`--map FIELD=COLUMN,…`: a file whose columns have other names; and `--task NAME`, the
+    task of every sample read, which travels in the map's value (`mapping.with_task`), so every
+    command that takes `--map` takes it."""
+    from calipers.data.mapping import with_task
+
+    def remember(ctx: click.Context, _: click.Parameter, value: str | None) -> None:
+        ctx.meta["calipers.task"] = value
+
+    def carry(ctx: click.Context, _: click.Parameter, value: str | None) -> str | None:
+        return with_task(value, ctx.meta.get("calipers.task"))
+
+    func = click.option(
+        "--task",
+        default=None,
+        metavar="NAME",
+        is_eager=True,
+        expose_value=False,
+        callback=remember,
+        help="The task of every sample read (a table without a task column; replaces the "
+        "file's tasks).",
+    )(func)
     return click.option(
         "--map",
         "column_map",
         default=None,
         metavar="FIELD=COLUMN,…",
+        callback=carry,
         help="Read a JSONL/CSV/Parquet file with other column names, e.g. "
-        "sample_id=doc_id,scores.acc=acc,run=model.",
+        "sample_id=doc_id,scores.acc=acc,run=model; a nested field with dots "
+        "(scores.acc=outputs.score).",
     )(func)
 
 

@@ -21,9 +21,11 @@ def pairwise_rank_options(func: Any) -> Any:
     return _add(func, [
         click.option("--pairwise", is_flag=True,
                      help="Rank the runs by Bradley–Terry over the store's pairwise verdicts "
-                     "(`calipers grade --pairwise`)."),
+                     "(`calipers grade --pairwise`), or over the preferences in FILE "
+                     "(model_a, model_b, winner; or a, b, winner: docs/rankings.md)."),
         click.option("--judge-name", "pairwise_judges", multiple=True, metavar="NAME",
-                     help="With --pairwise: only this judge's verdicts (repeatable; default all)."),
+                     help="With --pairwise: only this judge's verdicts (repeatable; default all; "
+                     "a file's `judge` column)."),
         click.option("--orders", type=click.Choice(["both", "ab"]), default="both",
                      show_default=True,
                      help="With --pairwise: both orders (a flip is a tie), or order ab alone "
@@ -46,29 +48,22 @@ def pairwise_rank_options(func: Any) -> Any:
 
 
 def rank_pairwise_command(
-    *, db: Path, runs: tuple[str, ...], json_out: str | None, html_out: Path | None = None,
-    pairwise_judges: tuple[str, ...],
+    *, file: Path | None = None, db: Path, runs: tuple[str, ...], json_out: str | None,
+    html_out: Path | None = None, pairwise_judges: tuple[str, ...],
     orders: str, prior: float, rank_method: str, n_resamples: int, seed: int, confidence: float,
 ) -> None:  # fmt: skip
     from calipers.cli.output import emit
-    from calipers.grading.pairwise import ranking_report
+    from calipers.grading.pairwise import rank_pairs
     from calipers.report.pairwise import ranking
-    from calipers.running.pairwise import read_pairs
+    from calipers.running.pairwise import pairwise_input
 
-    rows = read_pairs(db, runs=runs, judges=pairwise_judges)
-    if not rows:
-        raise DataError(
-            f"no pairwise verdicts in {db}"
-            + (f" for runs {', '.join(runs)}" if runs else "")
-            + (f" by {', '.join(pairwise_judges)}" if pairwise_judges else ""),
-            hint="Judge pairs first: `calipers grade --pairwise --judge SPEC`.",
-        )
-    report = ranking_report(
-        rows, source=str(db), orders=orders,  # type: ignore[arg-type]
+    rows, source, preferences = pairwise_input(file, db=db, runs=runs, judges=pairwise_judges)
+    report = rank_pairs(
+        rows, source=source, orders=orders,  # type: ignore[arg-type]
         prior=prior, n_resamples=n_resamples, confidence_level=confidence,
         rank_method=rank_method,  # type: ignore[arg-type]
-        seed=seed,
-    )  # fmt: skip
+        seed=seed, preferences=preferences,
+    ).report  # fmt: skip
     from calipers.render.html import report_page
 
     emit(

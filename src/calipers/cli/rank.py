@@ -56,15 +56,17 @@ def rank_command(
     more bonuses. Says which level broke each tie; evaluations equal on all are equivalent.
     Writes nothing unless --record-history (the rubric history in --db, as `score`).
 
-    With --pairwise: the runs by Bradley–Terry strength over the store's pairwise verdicts, with
-    bootstrap intervals, rank intervals and tie groups (docs/rankings.md)."""
+    With --pairwise: the runs by Bradley–Terry strength over the store's pairwise verdicts, or
+    over the preferences in FILE (CSV, JSON Lines, JSON array or Parquet: model_a, model_b,
+    winner as in arena logs, or a, b, winner), with bootstrap intervals, rank intervals and tie
+    groups (docs/rankings.md)."""
     if pairwise:
-        if file is not None or rubric is not None:
-            flag = "FILE" if file is not None else "--rubric"
-            raise InputError(f"{flag} does not apply with --pairwise (it ranks the store)")
+        if rubric is not None:
+            raise InputError("--rubric does not apply with --pairwise")
         rank_pairwise_command(
-            db=db, runs=runs, json_out=json_out, html_out=html_out, **pairwise_options
-        )
+            file=file, db=db, runs=runs, json_out=json_out, html_out=html_out,
+            **pairwise_options,
+        )  # fmt: skip
         return
     if scheme != "rubric":
         raise InputError(f"rank supports --scheme rubric, not '{scheme}'", parameters=["scheme"])

@@ -19,7 +19,12 @@ import duckdb
 
 from calipers.data import diagnose, guards, strict_values
 from calipers.data.files import open_bytes, sql_literal, sql_name
-from calipers.data.mapping import conversion_notes, mapped_copy, missing_columns_hint
+from calipers.data.mapping import (
+    constants_of,
+    conversion_notes,
+    mapped_copy,
+    missing_columns_hint,
+)
 from calipers.data.model import FIELDS, INT32_MAX, KEY, layer_case
 from calipers.data.sampleset import scalar
 from calipers.data.tabular import create_within_memory, keyed, parquet_select, stage_csv
@@ -44,6 +49,8 @@ class StagedFile:
     table: str
     rows: int
     warnings: list[str] = field(default_factory=list)
+    # what another tool's file held that was not imported (`adapters.unimported`)
+    not_imported: list[dict[str, object]] = field(default_factory=list)
 
 
 def detect_format(path: Path, fmt: str = "auto") -> str:
@@ -178,7 +185,8 @@ def _stage_file(
     from calipers.data.adapters import adapter_for
 
     _check_readable(path)
-    if mapping:
+    constants = constants_of(mapping)
+    if mapping and not (constants and not len(mapping) and _adapter(path, fmt) is not None):
         _check_path(path)
         kind = _not_a_document(path, detect_format(path, fmt))
         with tempfile.TemporaryDirectory(prefix="calipers-map-") as tmp:
@@ -190,9 +198,12 @@ def _stage_file(
     read_rows = adapter_for(path, fmt) if path.exists() else None
     if read_rows is not None:
         adapted = read_rows(path)
+        for row in adapted:
+            row.update(constants)  # --task names another tool's tasks too
         staged = _stage_rows(con, path, table, adapted, run=run, fmt=fmt)
         # an adapter may say what the file lacks (an incomplete log); plain lists say nothing
         staged.warnings += list(getattr(adapted, "warnings", []))
+        staged.not_imported = list(getattr(adapted, "not_imported", []))
         return staged
     _check_path(path)
     kind = _not_a_document(path, detect_format(path, fmt))
@@ -273,6 +284,12 @@ def _stage_rows(
         path, fmt if fmt != "auto" else "adapter", table, staged.rows,
         _renamed(staged.warnings, lines, path),
     )  # fmt: skip
+
+
+def _adapter(path: Path, fmt: str) -> object:
+    from calipers.data.adapters import adapter_for
+
+    return adapter_for(path, fmt) if path.exists() else None
 
 
 def _renamed(texts: list[str], temp: Path, original: Path) -> list[str]:

@@ -45,7 +45,12 @@ def open_samples(
             keep_runs(con, [staged.table], list(runs), str(source))
         return SampleSet(con, staged.table, str(source), staged.warnings)
     if mapping:
-        raise InputError("--map renames a FILE's columns; the store's are the model's")
+        raise InputError(
+            "--map renames a FILE's columns; the store's are the model's"
+            if len(mapping)
+            else "--task names the task of what is read from a FILE; the store's samples have "
+            "their tasks"
+        )
     if rename is not None:
         raise InputError(
             "--as names the run of a FILE's samples; the store's runs keep their names",

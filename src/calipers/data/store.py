@@ -55,6 +55,8 @@ class ImportSummary:
     replaced: int  # of those, rows that replaced an observation with the same key
     runs: list[str]
     warnings: list[str] = field(default_factory=list)
+    # what the files held that was not imported, and why (`adapters.unimported`)
+    not_imported: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -397,7 +399,8 @@ class Store:
                 con.execute(f"DROP TABLE IF EXISTS {s.table}")
             con.execute("RESET preserve_insertion_order")
         warnings = skipped + [w for s in staged for w in s.warnings]
-        return ImportSummary(len(staged), written, replaced, runs, warnings)
+        left_out = [dict(e) for s in staged for e in s.not_imported]
+        return ImportSummary(len(staged), written, replaced, runs, warnings, left_out)
 
     def import_rows(
         self, rows: Sequence[dict[str, Any]], *, replace_tasks: bool = False

@@ -14,6 +14,11 @@ A pair is **flipped** when its two verdicts differ. A judge's **position-flip ra
 of its complete pairs that flipped; **first shown** is the share of its decisive verdicts (not
 ties) that chose the output shown first: 0.5 for a judge without position bias.
 
+A preference file made elsewhere (`calipers.grading.preferences`) gives the same rows: two rows
+of one item, judge and pair in opposite positions are its two orders, combined as above; a row
+with no counterpart is a judgment made in **one order** by design (`one_order`: an arena battle,
+a human vote), whose outcome is its verdict — a missing order of a two-order design stays missing.
+
 Outcomes feed Bradley–Terry (`calipers.stats.bradley_terry`) as a score for a (1 won, ½ tie,
 0 lost), the sample (task, sample_id) being the unit the bootstrap resamples.
 """
@@ -22,7 +27,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from calipers.errors import InputError
@@ -85,9 +90,14 @@ class PairVerdict:
     error_ab: str | None = None
     error_ba: str | None = None
     prompt_hash: str = ""
+    # judged in one order by design (a preference file's row with no counterpart in the other
+    # order): the outcome is that order's verdict; never set on the store's rows
+    one_order: bool = False
 
     @property
     def outcome(self) -> Verdict | None:
+        if self.one_order:
+            return self.verdict_ab if self.verdict_ab is not None else self.verdict_ba
         return combine(self.verdict_ab, self.verdict_ba)
 
     @property
@@ -119,8 +129,9 @@ class JudgeStats:
     failed: int  # failed calls
     flips: int
     first_shown: float | None  # share of decisive verdicts that chose the output shown first
-    ties: int  # complete pairs whose outcome is a tie (flips included)
+    ties: int  # outcomes that are a tie: complete pairs (flips included) and one-order judgments
     first_error: str | None
+    one_order: int = 0  # judgments made in one order by design (preference files)
 
     @property
     def flip_rate(self) -> float | None:
@@ -131,7 +142,7 @@ class JudgeStats:
             "judge": self.judge, "pairs": self.pairs, "missing": self.missing,
             "calls": self.calls, "failed": self.failed, "flips": self.flips,
             "flip_rate": self.flip_rate, "first_shown": self.first_shown, "ties": self.ties,
-            "first_error": self.first_error,
+            "first_error": self.first_error, "one_order": self.one_order,
         }  # fmt: skip
 
 
@@ -144,6 +155,7 @@ def judge_stats(rows: Iterable[PairVerdict]) -> list[JudgeStats]:
     for name in sorted(by_judge):
         group = by_judge[name]
         complete = [r for r in group if r.complete]
+        single = [r for r in group if r.one_order]
         decisive = first = 0
         for r in group:
             for order, said in (("ab", r.verdict_ab), ("ba", r.verdict_ba)):
@@ -152,9 +164,11 @@ def judge_stats(rows: Iterable[PairVerdict]) -> list[JudgeStats]:
                     first += (said == "a") == (order == "ab")
         errors = [e for r in group for e in (r.error_ab, r.error_ba) if e]
         out.append(JudgeStats(
-            name, len(complete), len(group) - len(complete), 2 * len(group), len(errors),
+            name, len(complete), len(group) - len(complete) - len(single),
+            2 * len(group) - len(single), len(errors),
             sum(r.flipped for r in complete), first / decisive if decisive else None,
-            sum(r.outcome == "tie" for r in complete), errors[0] if errors else None,
+            sum(r.outcome == "tie" for r in (*complete, *single)), errors[0] if errors else None,
+            len(single),
         ))  # fmt: skip
     return out
 
@@ -176,10 +190,18 @@ class PairTally:
         }  # fmt: skip
 
 
+def _in_orders(row: PairVerdict, orders: Orders) -> bool:
+    """Whether the row counts under `orders`: a one-order judgment made in order ba is not one
+    of order ab's (neither missing nor a tie: it was never asked in order ab)."""
+    return orders == "both" or not (row.one_order and row.verdict_ab is None)
+
+
 def pair_tallies(rows: Iterable[PairVerdict], *, orders: Orders = "both") -> list[PairTally]:
     """Wins, ties and losses per pair of runs (over judges, repeats and draws)."""
     counts: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for r in rows:
+        if not _in_orders(r, orders):
+            continue
         c = counts[(r.run_a, r.run_b)]
         said = r.outcome if orders == "both" else r.verdict_ab
         c[said or "missing"] += 1
@@ -200,6 +222,8 @@ def outcomes(
         raise InputError(f"orders must be 'both' or 'ab', got {orders!r}")
     out = []
     for r in rows:
+        if not _in_orders(r, orders):
+            continue
         said = r.outcome if orders == "both" else r.verdict_ab
         if said is not None:
             out.append((r.run_a, r.run_b, SCORE[said], r.unit))
@@ -229,6 +253,58 @@ def fit_pairs(
     )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class PairwiseRanking:
+    """`calipers rank --pairwise` (and `calipers.rank`): the Bradley–Terry fit and its report."""
+
+    fit: BradleyTerryResult
+    report: dict[str, Any]
+
+    @property
+    def strengths(self) -> dict[str, float]:
+        """Log-strength per run (mean 0), best first."""
+        return {s.run: s.theta for s in self.fit.strengths}
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.report
+
+
+def rank_pairs(
+    rows: Sequence[PairVerdict],
+    *,
+    source: str,
+    orders: Orders = "both",
+    prior: float = 1.0,
+    n_resamples: int = 10_000,
+    confidence_level: float = 0.95,
+    rank_method: RankMethod = "marginal",
+    seed: int | None = None,
+    preferences: dict[str, Any] | None = None,
+) -> PairwiseRanking:
+    """The fit and the JSON report of `calipers rank --pairwise` (schema: pairwise-rank), over
+    the store's verdicts or a preference file's rows (`preferences`: what the file held)."""
+    fit = fit_pairs(
+        rows, orders=orders, prior=prior, n_resamples=n_resamples,
+        confidence_level=confidence_level, rank_method=rank_method, seed=seed,
+    )  # fmt: skip
+    judges = judge_stats(rows)
+    report: dict[str, Any] = {
+        "schema_version": "1",
+        "kind": "pairwise-rank",
+        "source": source,
+        "orders": orders,
+        "judges": [s.to_dict() for s in judges],
+        "pairs": [t.to_dict() for t in pair_tallies(rows, orders=orders)],
+        "bradley_terry": fit.to_dict(),
+    }
+    if len(judges) > 1:
+        pooled = [replace(r, judge=f"all {len(judges)} judges") for r in rows]
+        report["judges_pooled"] = judge_stats(pooled)[0].to_dict()
+    if preferences is not None:
+        report["preferences"] = preferences
+    return PairwiseRanking(fit, report)
+
+
 def ranking_report(
     rows: Sequence[PairVerdict],
     *,
@@ -241,16 +317,7 @@ def ranking_report(
     seed: int | None = None,
 ) -> dict[str, Any]:
     """The JSON report of `calipers rank --pairwise` (schema: pairwise-rank)."""
-    fit = fit_pairs(
-        rows, orders=orders, prior=prior, n_resamples=n_resamples,
+    return rank_pairs(
+        rows, source=source, orders=orders, prior=prior, n_resamples=n_resamples,
         confidence_level=confidence_level, rank_method=rank_method, seed=seed,
-    )  # fmt: skip
-    return {
-        "schema_version": "1",
-        "kind": "pairwise-rank",
-        "source": source,
-        "orders": orders,
-        "judges": [s.to_dict() for s in judge_stats(rows)],
-        "pairs": [t.to_dict() for t in pair_tallies(rows, orders=orders)],
-        "bradley_terry": fit.to_dict(),
-    }
+    ).report  # fmt: skip

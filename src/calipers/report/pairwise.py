@@ -12,6 +12,8 @@ from rich.table import Table
 from calipers.grading.pairwise import JudgeStats
 from calipers.render.text import escape
 
+MAX_ROWS = 30  # more judges or pairs of runs than this (an arena log): totals, the rest in JSON
+
 
 def _num(value: float | None, digits: int = 2) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
@@ -20,14 +22,17 @@ def _num(value: float | None, digits: int = 2) -> str:
 def judges_table(judges: Sequence[dict[str, Any]], console: Console) -> None:
     """Per judge: pairs judged in both orders, failed calls, position flips and how often the
     output shown first was chosen (0.50 for a judge without position bias)."""
+    single = any(j.get("one_order") for j in judges)
     table = Table(box=None, pad_edge=False, show_edge=False)
-    for column in ("judge", "pairs", "failed", "flips", "flip rate", "first shown", "ties"):
+    columns = ("judge", "pairs", "failed", "flips", "flip rate", "first shown", "ties")
+    for column in columns + (("one order",) if single else ()):
         table.add_column(column, justify="left" if column == "judge" else "right")
     for j in judges:
         failed = f"{j['failed']}/{j['calls']}"
         table.add_row(
             escape(j["judge"]), str(j["pairs"]), f"[red]{failed}[/]" if j["failed"] else failed,
             str(j["flips"]), _num(j["flip_rate"]), _num(j["first_shown"]), str(j["ties"]),
+            *((str(j.get("one_order", 0)),) if single else ()),
         )  # fmt: skip
     console.print(table)
     for j in judges:
@@ -39,8 +44,16 @@ def judges_table(judges: Sequence[dict[str, Any]], console: Console) -> None:
             )
 
 
-def pairs_table(pairs: Sequence[dict[str, Any]], console: Console, *, orders: str) -> None:
+def pairs_table(
+    pairs: Sequence[dict[str, Any]], console: Console, *, orders: str, one_order: bool = False
+) -> None:
+    if len(pairs) > MAX_ROWS:
+        console.print(f"outcomes: {len(pairs):,} pairs of runs (each in the JSON report, --json)",
+                      highlight=False)  # fmt: skip
+        return
     title = "both orders; a flip counts as a tie" if orders == "both" else "order ab only"
+    if one_order and orders == "both":
+        title = "a pair judged in both orders: a flip counts as a tie; in one order: its verdict"
     table = Table(box=None, pad_edge=False, show_edge=False, title_justify="left",
                   title=f"outcomes ({title})")  # fmt: skip
     for column in ("run a", "run b", "a wins", "ties", "b wins", "flips", "missing"):
@@ -85,9 +98,21 @@ def strengths_table(fit: dict[str, Any], console: Console) -> None:
 
 
 def ranking(report: dict[str, Any], console: Console) -> None:
-    """`calipers rank --pairwise`: the judges, the outcomes per pair, the strengths."""
-    judges_table(report["judges"], console)
-    pairs_table(report["pairs"], console, orders=report["orders"])
+    """`calipers rank --pairwise`: what a preference file held, the judges, the outcomes per
+    pair, the strengths."""
+    held = report.get("preferences")
+    if held:
+        console.print(
+            f"{held['rows']:,} judgment(s) from {escape(held['file'])} ({held['shape']} shape): "
+            f"{held['both_orders']:,} judged in both orders, {held['one_order']:,} in one order",
+            highlight=False,
+        )
+    judges = report["judges"]
+    if len(judges) > MAX_ROWS and "judges_pooled" in report:
+        judges = [report["judges_pooled"]]  # each judge's in the JSON report
+    judges_table(judges, console)
+    pairs_table(report["pairs"], console, orders=report["orders"],
+                one_order=bool(held and held["one_order"]))  # fmt: skip
     strengths_table(report["bradley_terry"], console)
 
 

@@ -230,3 +230,59 @@ def read_pairs(
     )
     with Store(db, read_only=True) as store:
         return [PairVerdict(*row) for row in store.con.execute(query, params).fetchall()]
+
+
+def pairwise_input(
+    source: Any = None, *, db: Path, runs: Sequence[str] = (), judges: Sequence[str] = ()
+) -> tuple[list[PairVerdict], str, dict[str, Any] | None]:
+    """What `calipers rank --pairwise` (and `calipers.rank`) ranks: the judgments of a preference
+    file (`source` a path; or rows given in Python: a list of dicts, a pandas or polars
+    DataFrame, an Arrow table), or with no source the store's verdicts. Returns the rows, the
+    source's name and, for a file, what it held (the report's `preferences`)."""
+    from calipers.errors import DataError
+    from calipers.grading.preferences import preferences_from_records, read_preferences
+
+    if source is None:
+        rows = read_pairs(db, runs=runs, judges=judges)
+        if not rows:
+            raise DataError(
+                f"no pairwise verdicts in {db}"
+                + (f" for runs {', '.join(runs)}" if runs else "")
+                + (f" by {', '.join(judges)}" if judges else ""),
+                hint="Judge pairs first (`calipers grade --pairwise --judge SPEC`), or rank a "
+                "preference file: `calipers rank --pairwise FILE`.",
+            )
+        return rows, str(db), None
+    if isinstance(source, str | Path):
+        preferences = read_preferences(Path(source))
+    else:
+        records, kind = _records_of(source)
+        preferences = preferences_from_records(
+            enumerate(records, start=1), origin=f"<{kind} of {len(records)} rows>", unit="row"
+        )
+    rows = preferences.select(runs=runs, judges=judges)
+    if not rows:
+        raise DataError(
+            f"no judgments in {preferences.origin}"
+            + (f" between runs {', '.join(runs)}" if runs else "")
+            + (f" by {', '.join(judges)}" if judges else ""),
+            hint="A ranking needs judgments between two runs or more.",
+        )
+    return rows, preferences.origin, preferences.to_dict()
+
+
+def _records_of(data: Any) -> tuple[list[Any], str]:
+    """Rows given in Python as a list of dicts."""
+    if hasattr(data, "to_pylist"):  # pyarrow Table
+        return list(data.to_pylist()), "Arrow table"
+    if hasattr(data, "to_dicts"):  # polars DataFrame
+        return list(data.to_dicts()), "polars DataFrame"
+    if hasattr(data, "to_dict") and hasattr(data, "columns"):  # pandas DataFrame
+        return list(data.to_dict("records")), "pandas DataFrame"
+    if isinstance(data, Sequence) and not isinstance(data, str | bytes):
+        return list(data), "list"
+    raise InputError(
+        f"cannot read preferences from a {type(data).__name__}",
+        hint="Give a file, a list of dicts, or a pandas or polars DataFrame.",
+        parameters=["source"],
+    )

@@ -9,16 +9,23 @@ from pathlib import Path
 from typing import Any
 
 from calipers.data.adapters import (
+    braintrust,
     deepeval,
+    eee,
     helm,
     inspect_log,
     kelvin,
+    langsmith,
     lighteval,
     lm_eval,
+    mlflow_eval,
     nemo_evaluator,
     openai_evals,
     phoenix,
+    phoenix_csv,
     promptfoo,
+    promptfoo_csv,
+    ragas,
 )
 
 Rows = list[dict[str, Any]]
@@ -35,6 +42,13 @@ ADAPTERS: dict[str, tuple[Callable[[Path], bool], Callable[[Path], Rows]]] = {
     "helm": (helm.detect, helm.read_rows),
     "nemo-evaluator": (nemo_evaluator.detect, nemo_evaluator.read_rows),
     "phoenix": (phoenix.detect, phoenix.read_rows),
+    "promptfoo-csv": (promptfoo_csv.detect, promptfoo_csv.read_rows),
+    "mlflow": (mlflow_eval.detect, mlflow_eval.read_rows),
+    "phoenix-csv": (phoenix_csv.detect, phoenix_csv.read_rows),
+    "eee": (eee.detect, eee.read_rows),
+    "ragas": (ragas.detect, ragas.read_rows),
+    "langsmith": (langsmith.detect, langsmith.read_rows),
+    "braintrust": (braintrust.detect, braintrust.read_rows),
 }
 
 

@@ -15,8 +15,10 @@ non-flaky metric with a verdict passed) unless a non-flaky metric errored: deepe
 the metric as failed with no score, which is an evaluation that did not happen, so the sample gets
 `error` and no `correct`. Each non-flaky metric with a verdict is also a `custom` assertion (its
 pass/fail). `tokenCost`, `completionTime` and the token counts are the app's own (set on the
-LLMTestCase); deepeval's `evaluationCost` and `runDuration` are the metrics' cost and time, not
-the system's: not imported.
+LLMTestCase). A case's `evaluationCost` is what its metrics' LLM judges cost (deepeval sums it
+into the run's `evaluationCost`): `grader_cost_usd`, kept apart from the system's `cost_usd`.
+`runDuration` (the metrics' time, not the system's) and the run's aggregates are not imported, and
+the import lists them (`unimported`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from calipers.data.adapters.jsonfile import load_json
+from calipers.data.adapters.unimported import Unimported
 from calipers.data.adapters.values import Notes, Rows
 from calipers.errors import InputError
 
@@ -85,6 +88,8 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     )
     rows: list[dict[str, Any]] = []
     notes = Notes()
+    left = Unimported("deepeval")
+    _run_left_out(path, data, left)
     first: dict[str, str] = {}
     for key in ("testCases", "conversationalTestCases"):
         for number, case in enumerate(data.get(key) or []):
@@ -100,9 +105,64 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
                 )
             first[name] = where
             rows.append(_row(path, where, case, run, task, notes))
+            left.fields(path, case, _CASE_READ, _CASE_SKIPPED, where, f"{key}[].")
+            for metric in case.get("metricsData") or []:
+                if isinstance(metric, dict):
+                    left.fields(path, metric, _METRIC_READ, _METRIC_SKIPPED, where,
+                                f"{key}[].metricsData[].")  # fmt: skip
     if not rows:
         raise InputError(f"{path}: holds no test cases", hint=_HINT)
-    return Rows(rows, notes.lines())
+    return Rows(rows, notes.lines(), left.entries())
+
+
+_CASE_READ = {
+    "name", "input", "scenario", "actualOutput", "expectedOutput", "expectedOutcome",
+    "inputTokenCount", "outputTokenCount", "tokenCost", "completionTime", "metricsData",
+    "success", "evaluationCost", "flaky",
+}  # fmt: skip
+_CASE_SKIPPED = {
+    "runDuration": "the metrics' evaluation time, not the system's",
+    "order": "the case's position in the run (its name is the sample id)",
+    "context": "the case's context documents (inputs, not outcomes)",
+    "retrievalContext": "the retrieved documents (inputs of RAG metrics, not outcomes)",
+    "toolsCalled": "the tools the app called (no sample field holds a list of calls)",
+    "expectedTools": "the tools expected (no sample field holds a list of calls)",
+    "additionalMetadata": "free-form metadata",
+    "comments": "free-form comments",
+    "turns": "a conversation's turns (the case is one sample; its output is not one text)",
+    "chatbotRole": "the chatbot's role description",
+    "userDescription": "the simulated user's description",
+    "tags": "free-form tags",
+}
+_METRIC_READ = {"name", "score", "success", "reason", "threshold", "error", "flaky"}
+_METRIC_SKIPPED = {
+    "strictMode": "how deepeval rounded the score (the score is read as written)",
+    "evaluationModel": "the judge model's name (its cost is grader_cost_usd)",
+    "evaluationCost": "the metric's share of the case's evaluationCost (read as a whole)",
+    "verboseLogs": "the judge's intermediate steps",
+}
+
+
+def _run_left_out(path: Path, data: dict[str, Any], left: Unimported) -> None:
+    """The run's own aggregates: deepeval's per-metric lists and counts, its cost and time."""
+    listed = [e.get("metric") for e in data.get("metricsScores") or [] if isinstance(e, dict)]
+    if listed:
+        left.metric(
+            path, "metricsScores", "aggregate-only",
+            f"deepeval's per-metric summaries ({', '.join(map(str, listed))}: the cases' scores, "
+            "passes, fails, errors); calipers computes them from the cases' scores",
+            kind="total",
+        )  # fmt: skip
+    for name, detail in (
+        ("testPassed", "deepeval's count of passed cases (calipers: the mean of correct)"),
+        ("testFailed", "deepeval's count of failed cases"),
+        ("runDuration", "the run's wall time"),
+        ("evaluationCost", "the run's judge cost: the sum of the cases' evaluationCost, "
+         "imported per case as grader_cost_usd"),
+    ):  # fmt: skip
+        value: Any = data.get(name)
+        if _number(value):
+            left.metric(path, name, "aggregate-only", detail, kind="total", value=float(value))
 
 
 def _row(
@@ -121,6 +181,7 @@ def _row(
     for field, key, whole in (
         ("tokens_in", "inputTokenCount", True), ("tokens_out", "outputTokenCount", True),
         ("cost_usd", "tokenCost", False), ("latency_s", "completionTime", False),
+        ("grader_cost_usd", "evaluationCost", False),
     ):  # fmt: skip
         value = notes.number(path, field, case.get(key), where, whole=whole)
         if value is not None:

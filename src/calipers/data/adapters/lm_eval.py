@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from calipers.data import jsontext
+from calipers.data.adapters import lm_eval_left
+from calipers.data.adapters.unimported import Unimported
 from calipers.data.adapters.values import Notes, Rows, key
 from calipers.errors import InputError
 
@@ -104,9 +106,32 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         files = [path]
     rows: list[dict[str, Any]] = []
     notes = Notes()
+    left = Unimported("lm-eval")
+    by_results: dict[Path | None, tuple[Any, list[dict[str, Any]], dict[Any, str]]] = {}
     for file in files:
-        rows += _file_rows(file, notes)
-    return Rows(rows, notes.lines())
+        corpus: dict[tuple[str, str], str] = {}
+        found = _file_rows(file, notes, left, corpus)
+        rows += found
+        results_file, results = _results_of(file)
+        entry = by_results.setdefault(results_file, (results, [], {}))
+        entry[1].extend(found)
+        entry[2].update(corpus)
+    for results_file, (results, found, corpus) in by_results.items():
+        lm_eval_left.run_left_out(results_file, results, found, corpus, left)
+    return Rows(rows, notes.lines(), left.entries())
+
+
+def _results_of(samples: Path) -> tuple[Path | None, Any]:
+    """The results JSON written with a samples file (the same date), if there is one."""
+    match = _SAMPLES.fullmatch(samples.name)
+    if match is None:
+        return None, None
+    for candidate in sorted(samples.parent.glob(f"*_{match['date']}.json")):
+        if _RESULTS.fullmatch(candidate.name):
+            results = _load_json(candidate)
+            if _is_results(results):
+                return candidate, results
+    return None, None
 
 
 def _one_run_per_directory(files: list[Path]) -> None:
@@ -169,7 +194,9 @@ def run_name(samples: Path, date: str) -> str:
     return samples.parent.resolve().name
 
 
-def _file_rows(path: Path, notes: Notes) -> list[dict[str, Any]]:
+def _file_rows(
+    path: Path, notes: Notes, left: Unimported, corpus: dict[tuple[str, str], str]
+) -> list[dict[str, Any]]:
     docs: dict[str, dict[str, Any]] = {}
     first_line: dict[tuple[str, str], int] = {}
     task_run: tuple[str, str] | None = None
@@ -195,7 +222,9 @@ def _file_rows(path: Path, notes: Notes) -> list[dict[str, Any]]:
                 row = docs.get(doc)
                 if row is None:
                     row = docs[doc] = _row(task_run[1], task_run[0], doc, record)
-                _add_scores(row["scores"], record, filter_name, notes.bind(path, number))
+                skipped = _add_scores(row["scores"], record, filter_name, notes.bind(path, number))
+                corpus.update({(task_run[0], name): str(path) for name in skipped})
+                lm_eval_left.line_fields(path, record, number, left)
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not readable: {exc}") from None
     if not docs:
@@ -218,20 +247,24 @@ def _task_and_run(path: Path) -> tuple[str, str]:
 
 def _add_scores(
     scores: dict[str, float], record: dict[str, Any], filter_name: str, note: Callable[..., Any]
-) -> None:
+) -> list[str]:
     """Each per-document metric under the results JSON's key: a finite number (a boolean as 1 or
     0); a list or a string is the input of a corpus-level metric (bleu), not a score, and is left
-    out; NaN or Infinity is left out and noted."""
+    out (returned, for the import's list of what it left out); NaN or Infinity is left out and
+    noted."""
+    corpus = []
     for metric in (m for m in record["metrics"] if isinstance(m, str)):
         value = record.get(metric)
         if isinstance(value, bool):
             value = float(value)
         name = metric if filter_name == _DEFAULT_FILTER else f"{metric},{filter_name}"
         if isinstance(value, list | str):
-            continue  # corpus-level inputs (documented)
+            corpus.append(name)  # corpus-level inputs (documented)
+            continue
         number = note(name, value)
         if number is not None:
             scores[name] = number
+    return corpus
 
 
 def _record(path: Path, number: int, line: str) -> dict[str, Any]:

@@ -24,6 +24,11 @@ _HEAD = 4096
 _INSPECT_INDEX = re.compile(rb'\A\s*\{\s*"[^"\n]*\.(?:eval|json)"\s*:\s*\{\s*"version"\s*:')
 _INSPECT_SET = re.compile(rb'\A\s*\{\s*"eval_set_id"\s*:')
 _INSPECT_EMPTY_INDEX = re.compile(rb"\A\s*\{\s*\}\s*\Z")
+# Every Eval Ever's aggregate file (eval.schema.json): {"schema_version": …, "evaluation_id": …,
+# …, "retrieved_timestamp": …}; its instance-level records: `<uuid>_samples.jsonl` beside it
+_EEE_AGGREGATE = re.compile(
+    rb'\A\s*\{\s*"schema_version"\s*:\s*"[^"\n]*"\s*,\s*"evaluation_id"\s*:'
+)
 # helm-summarize writes these into benchmark_output/runs/<suite>/ (0.5.16)
 HELM_SUITE = {
     "groups.json": "its tables of aggregate metrics per group",
@@ -49,7 +54,9 @@ HELM_RUN = {
 FORMATS = (
     "inspect_ai logs (.eval, .json), lm-eval output, promptfoo -o results.json/.jsonl, kelvin, "
     "lighteval --save-details, OpenAI evals logs, deepeval test runs, HELM run directories, "
-    "NeMo Evaluator output, Arize Phoenix experiment downloads, and calipers' own JSON Lines "
+    "NeMo Evaluator output, Arize Phoenix experiment downloads (JSON, CSV), promptfoo -o "
+    "results.csv, MLflow eval_results_table.json, ragas results, LangSmith and Braintrust "
+    "experiment exports, Every Eval Ever instance-level JSON Lines, and calipers' own JSON Lines "
     "(one sample object per line), CSV and Parquet"
 )
 
@@ -84,6 +91,17 @@ def identify(path: Path) -> Manifest | None:
         return Manifest(
             "inspect_ai's eval-set manifest (eval-set.json: the set's id and tasks)",
             f"the logs beside it ({where}/*.eval), or the directory {where} itself",
+        )
+    if (
+        _EEE_AGGREGATE.match(head)
+        and b'"retrieved_timestamp"' in head
+        and b'"sample_id"' not in head
+    ):
+        return Manifest(
+            "Every Eval Ever's aggregate results (eval.schema.json: a score per metric, no "
+            "samples)",
+            f"its instance-level results beside it ({where}/<id>_samples.jsonl, named in "
+            "detailed_evaluation_results.file_path)",
         )
     if head.lstrip()[:1] not in (b"{", b"["):
         return None

@@ -15,7 +15,15 @@ what evals' accuracy averages over). `run` is the completion fns (`,`-joined), `
 The k-th `sampling` event gives epoch k its `output` (`sampled`, when one completion), `input`
 (`prompt`: a string, or chat messages as JSON) and tokens (`usage.prompt_tokens` /
 `completion_tokens`, which evals sums into the final report's `usage_*`). An `error` event is
-the sample's `error`. Other event types (`raw_sample`, `extra`, `embedding`, …) are not read.
+the sample's `error`. Other event types (`raw_sample`, `extra`, `embedding`, …) are not read,
+and the import lists them (`unimported`).
+
+Model-graded evals (evals' `ModelBasedClassify`: `modelgraded_spec` in the eval's args) take the
+**last** completion fn as the grader (evals 3.x: `self.eval_completion_fn = completion_fns[-1]`)
+and the others as the system under test: `run` is those (`lookup-a` for `oaieval lookup-a,judge`),
+and the sampling events whose `model` is the grader's give `grader_tokens_in`/`_out`, apart from
+the subject's `tokens_in`/`_out` (together: the final report's `usage_*`). With one completion fn
+it grades itself: its grading calls are not told apart, so tokens are left absent (a warning).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from calipers.data import jsontext
+from calipers.data.adapters.unimported import Unimported
 from calipers.data.adapters.values import Notes, Rows, key
 from calipers.errors import InputError
 
@@ -64,6 +73,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         raise InputError(f"{path}: is a directory, not an oaieval record log", hint=_HINT)
     events: dict[str, dict[str, list[dict[str, Any]]]] = {}
     spec: dict[str, Any] | None = None
+    final: dict[str, Any] | None = None
     try:
         with path.open(encoding="utf-8") as f:
             for number, line in enumerate(f, start=1):
@@ -79,6 +89,9 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
                         )
                     continue
                 record = _record(path, number, line)
+                if record is None and '"final_report"' in line:
+                    report = jsontext.loads_tool(line).get("final_report")
+                    final = report if isinstance(report, dict) else final
                 if record is not None:
                     sample = key(record["sample_id"], f"{path}, line {number}", "sample_id")
                     by_type = events.setdefault(sample, {})
@@ -89,19 +102,102 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     if spec is None:
         raise InputError(f"{path}: is empty", hint=_HINT)
     fns = spec["completion_fns"]
-    run = ",".join(str(f) for f in fns) if isinstance(fns, list) else str(fns)
+    fns = [str(f) for f in fns] if isinstance(fns, list) else [str(fns)]
+    grader = _grader(spec, fns)
+    run = ",".join(fns[:-1] if grader and len(fns) > 1 else fns)
     task = str(spec["eval_name"])
     notes = Notes()
     rows = [
         r for sample, by_type in events.items()
         for r in _rows(run, task, sample, by_type, path, notes)
     ]  # fmt: skip
+    warnings = notes.lines()
+    if grader:
+        warnings += _split_usage(rows, events, grader, run.split(","), path)
+    left = Unimported("openai-evals")
+    _left_out(path, events, left)
+    if final is not None:
+        for name, value in final.items():
+            if _number(value) and not isinstance(value, bool):
+                left.metric(path, f"final_report.{name}", "aggregate-only", "oaieval's report",
+                            kind="total", value=value)  # fmt: skip
     if not rows:
         raise InputError(
             f"{path}: holds no match, metrics or error events",
             hint="The eval may have stopped before recording any sample (or logs none).",
         )
-    return Rows(rows, notes.lines())
+    return Rows(rows, warnings, left.entries())
+
+
+_READ_EVENTS = {"match", "metrics", "sampling", "error"}
+
+
+def _left_out(path: Path, events: dict[str, dict[str, list[Any]]], left: Unimported) -> None:
+    for by_type in events.values():
+        for kind, found in by_type.items():
+            if kind not in _READ_EVENTS:
+                for data in found:
+                    left.field(path, f"{kind} events", "unknown", f"line {data.get('_line', 0)}",
+                               "an event type calipers does not read")  # fmt: skip
+
+
+def _grader(spec: dict[str, Any], fns: list[str]) -> str | None:
+    """The grader of a model-graded eval (evals' ModelBasedClassify takes the last completion fn),
+    else None."""
+    config = _obj(spec.get("run_config"))
+    eval_spec = _obj(config.get("eval_spec"))
+    args = _obj(eval_spec.get("args"))
+    graded = "modelgraded_spec" in args or "modelgraded" in str(eval_spec.get("cls") or "")
+    return fns[-1] if graded and fns else None
+
+
+def _split_usage(
+    rows: list[dict[str, Any]],
+    events: dict[str, dict[str, list[dict[str, Any]]]],
+    grader: str,
+    subjects: list[str],
+    path: Path,
+) -> list[str]:
+    """Each sample's sampling usage, the subject's and the grader's apart (by the event's model);
+    with the grader among the subjects (one fn grading itself), none (a warning)."""
+    for row in rows:
+        for field in ("tokens_in", "tokens_out", "output", "input"):
+            row.pop(field, None)
+    if grader in subjects:
+        return [
+            f"{path}: the completion fn {grader} also grades (a model-graded eval with one "
+            "completion fn): its answering and grading tokens are not told apart, and are left "
+            "out of tokens_in/out"
+        ]
+    by_sample: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_sample.setdefault(row["sample_id"], []).append(row)
+    for sample, found in by_sample.items():
+        samplings = events.get(sample, {}).get("sampling", [])
+        own = [s for s in samplings if s.get("model") != grader]
+        graded = [s for s in samplings if s.get("model") == grader]
+        for epoch, row in enumerate(found):
+            if len(own) == len(found):
+                _add_sampling(row, own[epoch])
+            if len(graded) == len(found):
+                usage = _usage(graded[epoch])
+                row.update({f"grader_{k}": v for k, v in usage.items()})
+    return []
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _usage(data: dict[str, Any]) -> dict[str, int]:
+    usage = data.get("usage")
+    out = {}
+    if isinstance(usage, dict):
+        for field, key in (("tokens_in", "prompt_tokens"), ("tokens_out", "completion_tokens")):
+            value = usage.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                out[field] = value
+    return out
 
 
 def _record(path: Path, number: int, line: str) -> dict[str, Any] | None:
@@ -177,12 +273,7 @@ def _add_sampling(row: dict[str, Any], data: dict[str, Any]) -> None:
         sampled = sampled[0]
     if isinstance(sampled, str):
         row["output"] = sampled
-    usage = data.get("usage")
-    if isinstance(usage, dict):
-        for field, key in (("tokens_in", "prompt_tokens"), ("tokens_out", "completion_tokens")):
-            value = usage.get(key)
-            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-                row[field] = value
+    row.update(_usage(data))
 
 
 def _error_text(data: dict[str, Any]) -> str:

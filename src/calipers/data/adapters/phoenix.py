@@ -79,7 +79,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
             )
         seen[pair] = number
         rows.append(row)
-    return Rows(_finish(rows), notes.lines())
+    return Rows(finish(rows), notes.lines())
 
 
 def _row(record: dict[str, Any], run: str, place: tuple[Path, str], notes: Notes) -> dict[str, Any]:
@@ -127,7 +127,8 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def _finish(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def finish(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`correct` where the rows have one scored evaluator whose scores are all 0 or 1."""
     keys = {key for row in rows for key in row.get("scores", {})}
     values = [v for row in rows for v in row.get("scores", {}).values()]
     if len(keys) == 1 and all(v in (0.0, 1.0) for v in values):

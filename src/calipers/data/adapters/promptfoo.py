@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from calipers.data import jsontext
+from calipers.data.adapters.unimported import Unimported
 from calipers.data.adapters.values import Notes, Rows, flag
 from calipers.errors import InputError
 
@@ -171,6 +172,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     epochs: dict[tuple[str, str], int] = {}
     rows = []
     notes = Notes()
+    left = Unimported("promptfoo")
     for number, result in sorted(results, key=lambda x: (_index(x[1]), x[0])):
         run, sample = runs[_column(result)], _sample_id(result)
         epoch = epochs[(run, sample)] = epochs.get((run, sample), -1) + 1
@@ -189,7 +191,73 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
             rows.append(_row(result, run, task, sample, epoch, (path, record), notes))
         except (AttributeError, TypeError, ValueError) as exc:
             raise InputError(f"{path}, {record} is malformed: {exc}") from None
-    return Rows(rows, notes.lines())
+        _left_out(path, result, record, left)
+    _totals_left_out(path, data, left)
+    return Rows(rows, notes.lines(), left.entries())
+
+
+_RESULT_READ = {
+    "error", "gradingResult", "latencyMs", "namedScores", "prompt", "promptIdx", "provider",
+    "response", "score", "success", "testCase", "testIdx", "vars", "failureReason",
+}  # fmt: skip
+_RESULT_SKIPPED = {
+    "id": "promptfoo's id of the result",
+    "promptId": "promptfoo's id of the prompt (the run is named after its label)",
+    "cost": "a copy promptfoo fills with 0 (the provider's response.cost is read)",
+    "tokenUsage": "a copy promptfoo fills with 0 (the provider's response.tokenUsage is read)",
+    "metadata": "free-form metadata",
+}
+_RESPONSE_READ = {"output", "cost", "tokenUsage", "cached", "error"}
+_RESPONSE_SKIPPED = {
+    "raw": "the provider's raw answer (its parsed output is read)",
+    "isRefusal": "promptfoo's guess that the answer refused",
+    "metadata": "free-form metadata",
+    "finishReason": "why the provider stopped",
+    "logProbs": "token log-probabilities",
+    "guardrails": "the provider's guardrail flags",
+}
+_GRADING_READ = {"pass", "score", "namedScores", "namedScoreWeights", "tokensUsed",
+                 "componentResults"}  # fmt: skip
+_GRADING_SKIPPED = {
+    "reason": "the overall reason (each assertion's own reason is its detail)",
+    "assertion": "the assertion that decided the test (each is read from componentResults)",
+}
+
+
+def _left_out(path: Path, result: dict[str, Any], record: str, left: Unimported) -> None:
+    left.fields(path, result, _RESULT_READ, _RESULT_SKIPPED, record)
+    left.fields(path, _dict(result, "response"), _RESPONSE_READ, _RESPONSE_SKIPPED, record,
+                "response.")  # fmt: skip
+    left.fields(path, _dict(result, "gradingResult"), _GRADING_READ, _GRADING_SKIPPED, record,
+                "gradingResult.")  # fmt: skip
+
+
+def _totals_left_out(path: Path, data: dict[str, Any], left: Unimported) -> None:
+    """promptfoo's run totals (`results.stats`) and per-column metrics (`results.prompts`)."""
+    stats = _dict(_dict(data, "results"), "stats")
+    usage = _dict(stats, "tokenUsage")
+    graded = _dict(usage, "assertions")
+    for name, value, detail in (
+        ("stats.successes", stats.get("successes"), "passed tests"),
+        ("stats.failures", stats.get("failures"), "failed tests"),
+        ("stats.errors", stats.get("errors"), "provider errors"),
+        ("stats.tokenUsage.prompt", usage.get("prompt"), "the providers' prompt tokens"),
+        ("stats.tokenUsage.completion", usage.get("completion"), "the providers' output tokens"),
+        ("stats.tokenUsage.assertions.prompt", graded.get("prompt"), "the graders' prompt "
+         "tokens (grader_tokens_in)"),
+        ("stats.tokenUsage.assertions.completion", graded.get("completion"), "the graders' "
+         "output tokens (grader_tokens_out)"),
+    ):  # fmt: skip
+        if _number(value):
+            left.metric(path, name, "aggregate-only", detail, kind="total", value=value)
+    if any(
+        isinstance(p, dict) and "metrics" in p for p in _dict(data, "results").get("prompts") or []
+    ):
+        left.metric(
+            path, "prompts[].metrics", "aggregate-only",
+            "promptfoo's per-column score, pass counts and named metrics",
+            kind="total",
+        )  # fmt: skip
 
 
 def _index(result: dict[str, Any]) -> int:
@@ -253,6 +321,7 @@ def _row(
     for field, key in (("tokens_in", "prompt"), ("tokens_out", "completion")):
         if isinstance(usage.get(key), int) and not isinstance(usage[key], bool):
             row[field] = usage[key]
+    row.update(grader_usage(result))
     if result.get("failureReason") == ERROR:
         row["error"] = str(result.get("error") or response.get("error") or "provider error")
         test = _dict(result, "testCase")
@@ -279,6 +348,22 @@ def _row(
         if not row.get(field):
             row.pop(field, None)
     return row
+
+
+def grader_usage(result: dict[str, Any]) -> dict[str, int]:
+    """The graders' tokens (model-graded assertions: llm-rubric, factuality, g-eval, …):
+    `gradingResult.tokensUsed`, which promptfoo sums into `stats.tokenUsage.assertions`, apart
+    from the provider's. None when no grader was called (promptfoo writes zeros there, with
+    numRequests 0)."""
+    used = _dict(_dict(result, "gradingResult"), "tokensUsed")
+    counts = {k: used.get(k) for k in ("prompt", "completion", "total", "numRequests")}
+    if not any(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in counts.values()):
+        return {}
+    return {
+        field: value
+        for field, key in (("grader_tokens_in", "prompt"), ("grader_tokens_out", "completion"))
+        if isinstance(value := used.get(key), int) and not isinstance(value, bool) and value >= 0
+    }
 
 
 def _named_scores(result: dict[str, Any]) -> dict[str, Any]:

@@ -25,11 +25,18 @@ from calipers.errors import InputError
 
 class Rows(list[dict[str, Any]]):
     """An adapter's sample rows and its warnings (the import summary's notes), for the caller to
-    show with the import."""
+    show with the import; `not_imported`: what of the tool's output it left out, and why
+    (`unimported.Unimported.entries`)."""
 
-    def __init__(self, rows: Iterable[dict[str, Any]], warnings: list[str]) -> None:
+    def __init__(
+        self,
+        rows: Iterable[dict[str, Any]],
+        warnings: list[str],
+        not_imported: list[dict[str, Any]] | None = None,
+    ) -> None:
         super().__init__(rows)
         self.warnings = warnings
+        self.not_imported = not_imported or []
 
 
 def _shown(value: Any) -> str:
