@@ -282,21 +282,29 @@ def _power_of_auto(
 ) -> tuple[float, float]:
     """Brute force: the share of `reps` fresh bootstrap samples of these units (another seed than
     the MDE's), every treatment score moved by one shift within [0, 1] so that the units' mean
-    difference is ±`effect`, that `paired_interval` (auto, bounds declared) finds significant in
-    that direction — the engine's own choice of interval on each."""
+    difference is ±`effect` — the treatment's deviations from its mean scaled by the growth of
+    m(1 − m), never below 1, the MDE's stated alternative — that `paired_interval` (auto, bounds
+    declared) finds significant in that direction: the engine's own choice of interval on each."""
     rng = np.random.default_rng(seed)
     t0 = np.clip(c + (t - c) - np.mean(t - c), 0.0, 1.0)  # the sample's difference as no effect
+
+    def shifted(rows: np.ndarray, by: float) -> np.ndarray:
+        m = rows.mean()
+        moved = min(max(m + by, 0.0), 1.0)
+        k = max(moved * (1 - moved) / (m * (1 - m)), 1.0) if 0 < m < 1 else 1.0
+        return np.clip(m + by + k * (rows - m), 0.0, 1.0)
+
     power = []
     for sign in (1.0, -1.0):
         lo, hi = 0.0, 1.0  # the shift whose mean difference on these units is the effect
         for _ in range(50):
             mid = (lo + hi) / 2
-            short = np.mean(np.clip(t0 + sign * mid, 0, 1) - c) * sign < effect
+            short = np.mean(shifted(t0, sign * mid) - c) * sign < effect
             lo, hi = (mid, hi) if short else (lo, mid)
         hits = 0
         for _ in range(reps):
             i = rng.integers(0, c.size, c.size)
-            got = paired_interval(c[i], np.clip(t0[i] + sign * hi, 0, 1), bounds=(0.0, 1.0))
+            got = paired_interval(c[i], shifted(t0[i], sign * hi), bounds=(0.0, 1.0))
             hits += bool(got.low > 0) if sign > 0 else bool(got.high < 0)
         power.append(hits / reps)
     return power[0], power[1]
@@ -353,3 +361,20 @@ def test_the_simulated_procedure_decides_as_paired_interval_does() -> None:
         assert bool(up) == bool(got.low > 0), k
         agree += bool(up)
     assert agree > 20  # significant ones were tried too
+
+
+def test_the_treatment_spreads_as_the_room_grows() -> None:
+    # an effect toward the middle of a bounded scale spreads the items (a logistic item moves by
+    # its slope, in proportion to (m − lo)(hi − m)); toward a bound it is not counted on to narrow
+    from calipers.stats.detectable import room, spread_shift
+
+    rows = np.array([[3.0, 4.0, 5.0], [4.0, 4.0, 4.0], [5.0, 5.0, 5.0]])
+    centre = rows.mean(axis=1)
+    free, spread = spread_shift(rows, centre, room(centre, (1.0, 5.0)), -1.0, (1.0, 5.0))
+    # mean 4 → 3: room 3·1 = 3 → 2·2 = 4, deviations × 4/3
+    assert free[0] == pytest.approx([3 - 4 / 3, 3.0, 3 + 4 / 3])
+    assert free[1] == pytest.approx([3.0, 3.0, 3.0])  # no deviations to scale
+    assert free[2] == pytest.approx([4.0, 4.0, 4.0])  # at the bound: no room to grow from
+    assert spread.tolist() == [True, True, False]
+    up, spread_up = spread_shift(rows, centre, room(centre, (1.0, 5.0)), 0.5, (1.0, 5.0))
+    assert up == pytest.approx(rows + 0.5) and not spread_up.any()

@@ -159,7 +159,8 @@ verdict (UNDERPOWERED), and its figures cover only the intervals it did report.
   difference is that MDE, or significant and negative at −MDE "(−MDE)" when no system of the kind
   is MDE better (a pass rate near 1); "skip" when neither is reachable or there is no MDE. The
   MDE promises its power for an effect spread over the items — every item's score moved by one
-  step, within the scale's bounds (docs/statistics.md) — so a family whose own effect is not
+  step, within the scale's bounds, the items spreading as the room around their mean grows
+  (docs/statistics.md) — so a family whose own effect is not
   that (a share of items moved, items jumping between modes, scores multiplied) is detected at
   the MDE with its effect spread, and its own effect is measured for coverage and for
   significance the wrong way (fixed, mirror, or **own** at the MDE).
