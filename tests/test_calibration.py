@@ -231,13 +231,13 @@ def _figures(outcome: CellOutcome) -> dict[str, object]:
 
 
 def test_the_same_seed_gives_the_same_figures_whatever_the_scheduling() -> None:
-    settings = Settings(seed=11, reps_null=40, reps_alt=20, n_resamples=500)
+    settings = Settings(seed=11, reps_null=20, reps_alt=10, n_resamples=500)
     cells = [Cell("binary-p0.70", 50), Cell("layered-gate", 10, 3), Cell("robustness", 3)]
     first = [_figures(run_cell(c, settings)) for c in cells]
     again = [_figures(o) for o in run_grid(cells, settings, jobs=2)]
     assert first == again
-    assert first[0]["phases"]["mde"]["reps"] == 20  # type: ignore[index]
-    other = _figures(run_cell(cells[0], Settings(seed=12, reps_null=40, reps_alt=20)))
+    assert first[0]["phases"]["mde"]["reps"] == 10  # type: ignore[index]
+    other = _figures(run_cell(cells[0], Settings(seed=12, reps_null=20, reps_alt=10)))
     assert other["phases"] != first[0]["phases"]
 
 
