@@ -28,8 +28,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from calipers.data.adapters import helm_left
 from calipers.data.adapters.jsonfile import load_json
 from calipers.data.adapters.manifests import HELM_RUN
+from calipers.data.adapters.unimported import Unimported
 from calipers.data.adapters.values import Notes, Rows, count, key
 from calipers.errors import InputError
 
@@ -80,16 +82,17 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         runs = [path.parent]
     rows: list[dict[str, Any]] = []
     notes = Notes()
+    left = Unimported(helm_left.TOOL)
     for run in runs:
-        rows += _run_rows(run, notes)
-    return Rows(rows, notes.lines())
+        rows += _run_rows(run, notes, left)
+    return Rows(rows, notes.lines(), left.entries())
 
 
 def _load(path: Path) -> Any:
     return load_json(path, cut_short="helm-run still writing, or a partial copy", hint=_HINT)
 
 
-def _run_rows(directory: Path, notes: Notes) -> list[dict[str, Any]]:
+def _run_rows(directory: Path, notes: Notes, left: Unimported) -> list[dict[str, Any]]:
     stats_path = directory / STATS
     entries = _load(stats_path)
     if not isinstance(entries, list) or not all(
@@ -122,6 +125,9 @@ def _run_rows(directory: Path, notes: Notes) -> list[dict[str, Any]]:
         if found is not None:
             _add_request(row, found)
         rows.append(row)
+    aggregates = directory / "stats.json"
+    stats = _load(aggregates) if aggregates.is_file() else None
+    helm_left.run_left_out(directory, task, entries, stats, left)
     return rows
 
 

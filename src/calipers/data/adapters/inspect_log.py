@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from calipers.data import jsontext
-from calipers.data.adapters import inspect_reducers, inspect_usage
+from calipers.data.adapters import inspect_left, inspect_reducers, inspect_usage
+from calipers.data.adapters.unimported import Unimported
 from calipers.data.adapters.values import Notes, count, is_number
 from calipers.data.adapters.values import key as id_text
 from calipers.errors import InputError
@@ -54,11 +55,18 @@ _SCAN = 200  # directory entries looked at by directory_hint
 
 
 class Rows(list[dict[str, Any]]):
-    """The sample rows of a log, and what the caller should warn about (each names the file)."""
+    """The sample rows of a log, what the caller should warn about (each names the file), and
+    what of the log was not imported (`inspect_left`)."""
 
-    def __init__(self, rows: list[dict[str, Any]], warnings: list[str]) -> None:
+    def __init__(
+        self,
+        rows: list[dict[str, Any]],
+        warnings: list[str],
+        not_imported: list[dict[str, Any]] | None = None,
+    ) -> None:
         super().__init__(rows)
         self.warnings = warnings
+        self.not_imported = not_imported or []
 
 
 def directory_hint(path: Path) -> str | None:
@@ -129,7 +137,9 @@ def read_rows(path: Path) -> Rows:
             if raws:
                 row["correct"] = next(iter(raws.values())) in ("C", True)
     warnings += inspect_reducers.apply(rows, header, path, _to_float, notes)
-    return Rows(rows, warnings + unequal + notes.lines())
+    left = Unimported(inspect_left.TOOL)
+    inspect_left.left_out(path, header, samples, rows, headline, left, _to_float)
+    return Rows(rows, warnings + unequal + notes.lines(), left.entries())
 
 
 def _obj(value: Any) -> dict[str, Any]:

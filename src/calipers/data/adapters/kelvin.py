@@ -16,11 +16,23 @@ from pathlib import Path
 from typing import Any
 
 from calipers.data import jsontext
-from calipers.data.adapters.values import key
+from calipers.data.adapters.unimported import Unimported, held
+from calipers.data.adapters.values import Rows, key
 from calipers.data.decision import DecisionField, DecisionFieldMissing
 from calipers.errors import InputError
 
 REPORT = "report.json"
+TOOL = "kelvin"
+RUN_READ = {"schema_version", "decision_field", "cases"}
+CASE_READ = {"schema_version", "case", "baseline", "perturbations", "noise_floor"}
+VARIANT_READ = {"variant_id", "kind", "invocation"}
+VARIANT_SKIPPED = {
+    "notes": "how the variant was made (kelvin's perturbation parameters)",
+    "distance": "kelvin's distance of the variant's decision from the baseline's",
+    "input_path": "where kelvin wrote the variant's input",
+    "output_path": "where kelvin wrote the variant's output",
+}
+CONFIG = {"seed", "only", "governing_types", "single_case_run", "warnings", "caps"}
 
 
 def detect(path: Path) -> bool:
@@ -74,10 +86,31 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     cases = (run_report.get("cases") or {}).get("run") or []
     run = run_name(path)
     rows: list[dict[str, Any]] = []
+    left = Unimported(TOOL)
+    _totals(path / REPORT, run_report, RUN_READ, left)
     for number, case in enumerate(cases):
         name = key(case, f"{path / REPORT}", f"cases.run[{number}]")
-        rows += _case_rows(path, name, run, field)
-    return rows
+        rows += _case_rows(path, name, run, field, left)
+    return Rows(rows, [], left.entries())
+
+
+def _totals(file: Path, report: dict[str, Any], read: set[str], left: Unimported) -> None:
+    """kelvin's scores (invariance, sensitivity, kelvin_score, their sample sizes): its summaries
+    of the variants, which calipers' robustness scheme computes from the imported rows."""
+    found = held(report)
+    scores = found.pop("scores", None)
+    for name, value in (scores if isinstance(scores, dict) else found).items():
+        prefix = "scores." if isinstance(scores, dict) else ""
+        if name in read:
+            continue
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            left.metric(file, prefix + name, "aggregate-only", "kelvin's summary of the variants",
+                        kind="total", value=value)  # fmt: skip
+        elif name not in CONFIG:
+            left.field(file, prefix + name, "aggregate-only", "the report",
+                       "kelvin's summary of the variants")  # fmt: skip
+    config = {k: v for k, v in found.items() if k in CONFIG}
+    left.fields(file, config, set(), dict.fromkeys(CONFIG, "kelvin's configuration"), "the report")
 
 
 def _row(run: str, case: str, sample_id: str, kind: str, epoch: int = 0) -> dict[str, Any]:
@@ -91,9 +124,12 @@ def _row(run: str, case: str, sample_id: str, kind: str, epoch: int = 0) -> dict
     }
 
 
-def _case_rows(root: Path, case: str, run: str, field: str) -> list[dict[str, Any]]:
+def _case_rows(
+    root: Path, case: str, run: str, field: str, left: Unimported
+) -> list[dict[str, Any]]:
     case_dir = root / case
     report = _load(case_dir / REPORT, f"the report of case '{case}'")
+    _totals(case_dir / REPORT, report, CASE_READ, left)
     baseline = report.get("baseline") or {}
     replays = (report.get("noise_floor") or {}).get("baseline_replays") or []
     rows = []
@@ -112,6 +148,8 @@ def _case_rows(root: Path, case: str, run: str, field: str) -> list[dict[str, An
         )
         listed.add(variant)
         row = _row(run, case, variant, str(p.get("kind") or variant.split("-", 1)[0]))
+        left.fields(case_dir / REPORT, held(p), VARIANT_READ, VARIANT_SKIPPED,
+                    f"perturbations[{number}]", "perturbations[].")  # fmt: skip
         invocation = p.get("invocation") or {}
         if invocation.get("ok"):
             row["decision"] = invocation.get("decision_value")

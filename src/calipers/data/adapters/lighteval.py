@@ -30,6 +30,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from calipers.data import jsontext
+from calipers.data.adapters import lighteval_left
+from calipers.data.adapters.unimported import Unimported
 from calipers.data.adapters.values import Notes, Rows, key
 from calipers.errors import InputError
 
@@ -91,9 +93,18 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         files = [path]
     rows: list[dict[str, Any]] = []
     notes = Notes()
+    left = Unimported(lighteval_left.TOOL)
+    runs: dict[Path | None, tuple[list[dict[str, Any]], dict[tuple[str, str], str]]] = {}
     for file in files:
-        rows += _file_rows(file, notes)
-    return Rows(rows, notes.lines())
+        corpus: dict[tuple[str, str], str] = {}
+        found = _file_rows(file, notes, left, corpus)
+        rows += found
+        entry = runs.setdefault(lighteval_left.results_of(file, run_name(file)), ([], {}))
+        entry[0].extend(found)
+        entry[1].update(corpus)
+    for results_file, (found, corpus) in runs.items():
+        lighteval_left.run_left_out(results_file, found, corpus, left)
+    return Rows(rows, notes.lines(), left.entries())
 
 
 def _details_of_results(path: Path) -> list[Path]:
@@ -126,7 +137,9 @@ def run_name(details: Path) -> str:
     return date_dir.parent.name
 
 
-def _file_rows(path: Path, notes: Notes) -> list[dict[str, Any]]:
+def _file_rows(
+    path: Path, notes: Notes, left: Unimported, corpus: dict[tuple[str, str], str]
+) -> list[dict[str, Any]]:
     try:
         table = pq.read_table(path)
     except (OSError, ValueError, pa.ArrowException) as exc:
@@ -157,7 +170,12 @@ def _file_rows(path: Path, notes: Notes) -> list[dict[str, Any]]:
                 hint="Keep lighteval's file name details_<task>_<date>.parquet.",
             )
         where = f"{path}, row {number}"
-        rows.append(_row(run, key(task, where, "doc.task_name"), record, where, notes))
+        row = _row(run, key(task, where, "doc.task_name"), record, where, notes)
+        rows.append(row)
+        lighteval_left.record_fields(path, record, f"row {number}", left)
+        for name, value in (record.get("metric") or {}).items():
+            if isinstance(value, list | dict):  # the inputs of a corpus-level metric
+                corpus[(row["task"], str(name))] = str(path)
     if not rows:
         raise InputError(f"{path}: holds no documents", hint=_HINT)
     return _finish(rows)
@@ -192,7 +210,8 @@ def _row(run: str, task: str, record: dict[str, Any], where: str, notes: Notes) 
     row["scores"] = {
         str(k): number
         for k, v in metric.items()
-        if (number := notes.score(file, str(k), float(v) if isinstance(v, bool) else v, place))
+        if not isinstance(v, list | dict)  # corpus-level inputs: listed (lighteval_left)
+        and (number := notes.score(file, str(k), float(v) if isinstance(v, bool) else v, place))
         is not None
     }  # fmt: skip  (a boolean metric is 1 or 0: lighteval's own reading of it)
     return row

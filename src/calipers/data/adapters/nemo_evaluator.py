@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from calipers.data import jsontext
+from calipers.data.adapters import nemo_left
 from calipers.data.adapters.jsonfile import first_json_line
+from calipers.data.adapters.unimported import Unimported
 from calipers.data.adapters.values import Notes, Rows
 from calipers.errors import InputError
 
@@ -87,9 +89,12 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         files = [path]
     rows: list[dict[str, Any]] = []
     notes = Notes()
+    left = Unimported(nemo_left.TOOL)
     for file in files:
-        rows += _file_rows(file, notes)
-    return Rows(rows, notes.lines())
+        found = _file_rows(file, notes, left)
+        rows += found
+        nemo_left.run_left_out(_config(file), _names(file)[1], found, left)
+    return Rows(rows, notes.lines(), left.entries())
 
 
 def _config(predictions: Path) -> dict[str, Any]:
@@ -120,7 +125,7 @@ def _names(predictions: Path) -> tuple[str, str]:
     return str(run), str(task)
 
 
-def _file_rows(path: Path, notes: Notes) -> list[dict[str, Any]]:
+def _file_rows(path: Path, notes: Notes, left: Unimported) -> list[dict[str, Any]]:
     records: list[tuple[int, dict[str, Any]]] = []
     try:
         with path.open(encoding="utf-8") as f:
@@ -153,6 +158,7 @@ def _file_rows(path: Path, notes: Notes) -> list[dict[str, Any]]:
                 hint=_HINT,
             )
         seen[(index, repeat)] = number
+        nemo_left.line_fields(path, record, number, left)
         rows.append(_row(record, run, task, str(index), repeat, notes.bind(path, number)))
     return rows
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from calipers.data.adapters import values
 from calipers.data.adapters.jsonfile import load_json
+from calipers.data.adapters.unimported import Unimported, held
 from calipers.data.adapters.values import Notes, Rows
 from calipers.errors import InputError
 
@@ -34,6 +35,24 @@ TASK = "phoenix"
 _HINT = "Pass the JSON an experiment's download gives (GET /v1/experiments/<id>/json)."
 _HEAD = re.compile(r'^\s*\[\s*(?:\]|\{\s*"example_id"\s*:\s*"[^"]*"\s*,\s*"repetition_number"\s*:)')
 _KEYS = ("example_id", "repetition_number", "output", "error", "annotations")
+READ = {"example_id", "repetition_number", "input", "reference_output", "output", "error",
+        "latency_ms", "prompt_token_count", "completion_token_count", "annotations"}  # fmt: skip
+SKIPPED = {
+    "metadata": "the example's metadata",
+    "start_time": "timestamps (latency_s is latency_ms)",
+    "end_time": "timestamps (latency_s is latency_ms)",
+    "trace_id": "Phoenix's trace id",
+}
+ANNOTATION_SKIPPED = {
+    "label": "the evaluator's label (its score is imported)",
+    "explanation": "the evaluator's explanation",
+    "annotator_kind": "the kind of evaluator (CODE, LLM, HUMAN)",
+    "metadata": "the evaluator's metadata",
+    "trace_id": "Phoenix's trace id",
+    "error": "the evaluator's error (a failed evaluator has no score)",
+    "start_time": "timestamps",
+    "end_time": "timestamps",
+}
 
 
 def detect(path: Path) -> bool:
@@ -61,6 +80,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         raise InputError(f"{path}: holds no experiment runs", hint=_HINT)
     rows: list[dict[str, Any]] = []
     notes = Notes()
+    left = Unimported(TOOL)
     seen: dict[tuple[str, int], int] = {}
     for number, record in enumerate(data):
         if not (isinstance(record, dict) and all(k in record for k in _KEYS)):
@@ -79,7 +99,30 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
             )
         seen[pair] = number
         rows.append(row)
-    return Rows(finish(rows), notes.lines())
+        where = f"item {number}"
+        left.fields(path, held(record), READ, SKIPPED, where)
+        for annotation in record["annotations"] or []:
+            if isinstance(annotation, dict):
+                left.fields(path, held(annotation), {"name", "score"}, ANNOTATION_SKIPPED, where,
+                            "annotations[].")  # fmt: skip
+    labels = {
+        str(a["name"]) for r in data for a in r["annotations"] or []
+        if isinstance(a, dict) and a.get("name") and a.get("label") is not None
+    }  # fmt: skip
+    label_only(path, rows, labels, left)
+    return Rows(finish(rows), notes.lines(), left.entries())
+
+
+TOOL = "phoenix"
+
+
+def label_only(path: Path, rows: list[dict[str, Any]], labels: set[str], left: Unimported) -> None:
+    """An evaluator that gave labels and never a score: not-in-model, named as a metric."""
+    scored = {name for row in rows for name in row.get("scores", {})}
+    for name in sorted(labels - scored):
+        left.metric(path, name, "not-in-model",
+                    "an evaluator with labels and no numeric score (calipers' scores are "
+                    "numbers; Phoenix's meanScore is null)")  # fmt: skip
 
 
 def _row(record: dict[str, Any], run: str, place: tuple[Path, str], notes: Notes) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from calipers.data.adapters import csvfile, phoenix
+from calipers.data.adapters.unimported import Unimported
 from calipers.data.adapters.values import Notes, Rows
 from calipers.errors import InputError
 
@@ -54,9 +55,13 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     evaluators = [m["name"] for name in head if (m := _KIND.match(name))]
     rows: list[dict[str, Any]] = []
     notes = Notes()
+    left = Unimported(phoenix.TOOL)
+    labels: set[str] = set()
     seen: dict[tuple[str, int], int] = {}
     for line, cells in records:
         record = {name: csvfile.cell(cells, i) for name, i in index.items()}
+        _left_out(path, record, evaluators, line, left)
+        labels |= {n for n in evaluators if record.get(f"annotation_{n}_label")}
         row = _row(record, evaluators, path, line, notes)
         pair = (row["sample_id"], row["epoch"])
         if pair in seen:
@@ -69,7 +74,28 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         rows.append(row)
     if not rows:
         raise InputError(f"{path}: holds no experiment runs", hint=_HINT)
-    return Rows(phoenix.finish(rows), notes.lines())
+    phoenix.label_only(path, rows, labels, left)
+    return Rows(phoenix.finish(rows), notes.lines(), left.entries())
+
+
+def _left_out(
+    path: Path, record: dict[str, str], evaluators: list[str], line: int, left: Unimported
+) -> None:
+    """The columns as the JSON download's fields (phoenix.py): `annotation_<name>_label` as
+    `annotations[].label`; a column of neither is unknown."""
+    found = {}
+    for column, cell in record.items():
+        if not cell or cell in ("{}", "[]"):
+            continue
+        name = next((n for n in evaluators if column.startswith(f"annotation_{n}_")), None)
+        if name is None:
+            found[column] = cell
+        else:
+            found["annotations[]." + column.removeprefix(f"annotation_{name}_")] = cell
+    read = phoenix.READ | {"annotations[].name", "annotations[].score"}
+    skipped = dict(phoenix.SKIPPED)
+    skipped.update({f"annotations[].{k}": v for k, v in phoenix.ANNOTATION_SKIPPED.items()})
+    left.fields(path, found, read, skipped, f"line {line}")
 
 
 def _row(

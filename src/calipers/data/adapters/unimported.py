@@ -116,37 +116,60 @@ class Unimported:
 
 def lines(entries: list[dict[str, Any]]) -> list[str]:
     """The import's notes: one per metric or group left out, and one per file and reason for the
-    run totals and for the fields (their names, with the tool's value of a total)."""
+    run totals and for the fields (their names, with the tool's value of a total). Files leaving
+    out the same things (a directory of logs) share a line, which then names them without the
+    values (each file's are in `import --json`)."""
     out: list[str] = []
-    grouped: dict[tuple[str, str, str], list[str]] = {}
+    metrics: dict[tuple[str, str, str, str, str], list[dict[str, Any]]] = {}
+    grouped: dict[tuple[str, str, str], list[tuple[str, Any]]] = {}
     for entry in entries:
         if entry["kind"] in ("field", "total", "event"):
-            value = entry.get("value")
-            shown = f" {_number(value)}" if value is not None else ""
             group = (entry["file"], entry["kind"], entry["reason"])
-            grouped.setdefault(group, []).append(f"{entry['name']}{shown}")
+            grouped.setdefault(group, []).append((entry["name"], entry.get("value")))
             continue
-        what = f"{entry['kind']} '{entry['name']}'"
-        if entry.get("task"):
-            what = f"{entry['kind']} {entry['task']}'s '{entry['name']}'"
-            if entry["kind"] == "metric":
-                what = f"metric '{entry['name']}' of task {entry['task']}"
-        value = entry.get("value")
-        shown = f" ({_number(value)} in the tool's report)" if value is not None else ""
+        same = (entry["kind"], entry.get("task") or "", entry["name"], entry["reason"],
+                entry["detail"])  # fmt: skip
+        metrics.setdefault(same, []).append(entry)
+    for (kind, task, name, reason, detail), found in metrics.items():
+        what = f"{kind} '{name}'"
+        if task:
+            what = (
+                f"metric '{name}' of task {task}"
+                if kind == "metric"
+                else f"{kind} {task}'s '{name}'"
+            )
+        values = [_number(e["value"]) for e in found if e.get("value") is not None]
+        shown = ""
+        if len(found) == 1 and values:
+            shown = f" ({values[0]} in the tool's report)"
+        elif values and len(values) <= _VALUES:
+            shown = f" ({', '.join(values)} in the tool's reports, file by file)"
         out.append(
-            f"{entry['file']}: not imported: {what}{shown}: {entry['reason']}, {entry['detail']}"
+            f"{_place([e['file'] for e in found])}: not imported: {what}{shown}: {reason}, {detail}"
         )
     labels = {"field": "fields", "total": "run totals", "event": "events"}
-    # files leaving out the same things (a directory of samples files) make one line
-    files: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}
-    for (file, kind, reason), names in grouped.items():
-        files.setdefault((kind, reason, tuple(names)), []).append(file)
-    for (kind, reason, listed), where in files.items():
+    files: dict[tuple[str, str, tuple[str, ...]], list[tuple[str, list[tuple[str, Any]]]]] = {}
+    for (file, kind, reason), named in grouped.items():
+        names = tuple(n for n, _ in named)
+        files.setdefault((kind, reason, names), []).append((file, named))
+    for (kind, reason, names), where in files.items():
         why = _GROUPED.get((kind, reason), REASONS[reason])
-        place = where[0] if len(where) == 1 else f"{where[0]} and {len(where) - 1} more file(s)"
+        if len(where) == 1:
+            listed = [f"{n} {_number(v)}" if v is not None else n for n, v in where[0][1]]
+        else:
+            listed = list(names)
+            if any(v is not None for _, named in where for _, v in named):
+                why += "; each file's values in import --json"
+        place = _place([file for file, _ in where])
         out.append(f"{place}: not imported: {labels[kind]} {', '.join(listed)} ({reason}: {why})")
     return out
 
+
+def _place(files: list[str]) -> str:
+    return files[0] if len(files) == 1 else f"{files[0]} and {len(files) - 1} more file(s)"
+
+
+_VALUES = 6  # the tool's values shown on a line that several files share
 
 _GROUPED = {
     ("total", "aggregate-only"): "the tool's summaries of the samples, which calipers computes "
@@ -156,3 +179,13 @@ _GROUPED = {
 
 def _number(value: Any) -> str:
     return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def held(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys of a record that hold something (an empty list, map or string, null or false
+    leaves nothing out)."""
+    return {
+        k: v
+        for k, v in record.items()
+        if not (v is None or v is False or (isinstance(v, str | list | dict) and not v))
+    }
