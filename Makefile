@@ -42,7 +42,7 @@ typecheck: $(DEV)
 # parameters of the fault and harness tests, the demo's hints, the README tour, the pages read in
 # Chromium one by one), which keeps it near 10 minutes on 2 cores; `make test-all` runs them too.
 test: lint typecheck
-	$(BIN)/pytest -q -n 2 --dist loadgroup -m "not extended"
+	$(BIN)/pytest -q -n 2 --dist loadgroup -m "not extended" --durations=15
 
 test-all: lint typecheck
 	$(BIN)/pytest -q -n 2 --dist loadgroup

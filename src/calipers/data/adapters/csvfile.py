@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from calipers.data.files import csv_rows, first_bad_utf8, open_bytes
 from calipers.errors import InputError
@@ -73,3 +74,14 @@ def records(path: Path, hint: str) -> tuple[list[str], Iterator[tuple[int, list[
 def cell(cells: list[str], index: int) -> str:
     """The cell at `index`, or "" where the record is short (the CSV writer left it out)."""
     return cells[index] if index < len(cells) else ""
+
+
+def number(text: str) -> Any:
+    """A cell meant to hold a number: the number as written, None when empty, else the text (the
+    caller notes it and leaves it out: nothing is coerced)."""
+    if not text.strip():
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return text

@@ -122,7 +122,8 @@ def _row(
             row[field] = record[key]
     if record["error"]:
         row["error"] = record["error"]
-    latency = notes.number(path, "latency_ms", _float(record.get("latency_ms", "")), f"line {line}")
+    latency_ms = csvfile.number(record.get("latency_ms", ""))
+    latency = notes.number(path, "latency_ms", latency_ms, f"line {line}")
     if latency is not None:
         row["latency_s"] = latency / 1000
     for field, key in (("tokens_in", "prompt_token_count"),
@@ -135,7 +136,8 @@ def _row(
         prefix = f"annotation_{name}_"
         if record.get(prefix + "error"):
             continue  # a failed evaluator has no score
-        score = notes.score(path, name, _float(record.get(prefix + "score", "")), f"line {line}")
+        value = csvfile.number(record.get(prefix + "score", ""))
+        score = notes.score(path, name, value, f"line {line}")
         if score is not None:
             scores[name] = score
     if scores:
@@ -143,17 +145,8 @@ def _row(
     return row
 
 
-def _float(text: str) -> Any:
-    if not text.strip():
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        return text
-
-
 def _whole(text: str) -> int | None:
-    value = _float(text)
+    value = csvfile.number(text)
     if isinstance(value, float) and value.is_integer() and value >= 0:
         return int(value)
     return None

@@ -137,7 +137,7 @@ def _row(
         )
     row["correct"] = _STATUS[status]
     scores: dict[str, float] = {}
-    score = _number(csvfile.cell(cells, block["score"]))
+    score = csvfile.number(csvfile.cell(cells, block["score"]))
     number = notes.score(path, "score", score, record)
     if number is not None:
         scores["score"] = number
@@ -164,13 +164,3 @@ def _row(
     if scores:
         row["scores"] = scores
     return row
-
-
-def _number(text: str) -> Any:
-    """A Score cell: a number as written, else the text (noted, left out)."""
-    if not text.strip():
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        return text
