@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from calipers.calibration import engine, report, sequential_report, studies
+from calipers.calibration import agreement, engine, report, sequential_report, studies
 from calipers.calibration.aggregate import Targets, assess_all
 from calipers.calibration.grid import (
     GROUPS,
@@ -129,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     text = report.markdown(reports, **common)
     text = studies.splice(text, studies.sections(args.ppi_json, args.rank_json))
     text = sequential_report.splice(text, sequential_report.generated(args.sequential_json))
+    text = agreement.splice(text, agreement.generated())
     if args.out:
         report.write(args.out, text)
     if args.json:
@@ -251,7 +252,7 @@ def _sections_only(out: Path | None, ppi: Path, ranks: Path, sequential_json: Pa
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    report.write(out, page)
+    report.write(out, agreement.splice(page, agreement.generated()))
     print(f"wrote the studies' sections into {out} (from {ppi}, {ranks} and {sequential_json})")
     return 0
 

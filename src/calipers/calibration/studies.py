@@ -1,6 +1,7 @@
 """The sections of docs/calibration.md made from the separate studies' figures: "Judge
-calibration (PPI++)" from `python -m calipers.calibration.ppi --json` and "Rank intervals" from
-`python -m calipers.calibration.rankings --json`. `python -m calipers.calibration` adds them to the
+calibration (PPI++)" from `python -m calipers.calibration.ppi --json`, "Rank intervals" from
+`python -m calipers.calibration.rankings --json` and "Cost" from `python -m
+calipers.calibration.cost --json`. `python -m calipers.calibration` adds them to the
 page it writes (so `make calibrate` regenerates them from whatever figures are there), and
 `python -m calipers.calibration --sections-only --out docs/calibration.md` puts them into the
 existing page without running the grid. The sections sit between two markers; anything else on
@@ -13,6 +14,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from calipers.calibration.cost import DEFAULT_JSON as COST_JSON
+from calipers.calibration.cost import cost_section
 from calipers.calibration.ppi import TARGET_COVERAGE as PPI_COVERAGE
 from calipers.calibration.ppi import TARGET_NOT_WIDER as PPI_NOT_WIDER
 from calipers.calibration.ppi import minimum_table
@@ -158,10 +161,11 @@ def _load(path: Path) -> dict[str, Any] | None:
     return body
 
 
-def sections(ppi: Path = PPI_JSON, ranks: Path = RANK_JSON) -> str:
-    """Both sections, between the markers, from the studies' JSON files (a missing file says
+def sections(ppi: Path = PPI_JSON, ranks: Path = RANK_JSON, cost: Path = COST_JSON) -> str:
+    """The sections, between the markers, from the studies' JSON files (a missing file says
     how to make it)."""
     body = ppi_section(_load(ppi), ppi) + "\n" + rank_section(_load(ranks), ranks)
+    body += "\n" + cost_section(_load(cost), cost)
     return f"{BEGIN}\n\n{body}\n{END}\n"
 
 

@@ -34,6 +34,7 @@ from calipers.cli.options import (
 from calipers.cli.output import emit
 from calipers.errors import GateFailed, InputError
 from calipers.render.changes import FLIPS_SHOWN, flips_terminal
+from calipers.render.cost import cost_terminal
 from calipers.render.markdown import compare_markdown
 from calipers.render.sequential import sequential_lines
 from calipers.render.text import escape
@@ -126,12 +127,24 @@ from calipers.verdicts.flips import LISTED
     f'max(N, {LISTED}); every sample: to_frame("sample")).',
 )
 @click.option(
+    "--value-per-solved",
+    "value_per_solved",
+    type=FiniteRange(min=0),
+    default=None,
+    metavar="V",
+    help="layered, metric: what one more solved item (one more unit of the compared score) is "
+    "worth, in the cost's currency: each candidate's net benefit per item, V·Δaccuracy − Δcost, "
+    "with its paired interval and P(net benefit > 0) over V (docs/cost.md). Cost per solved "
+    "item and the cost of each additional one are shown whenever the runs have cost_usd.",
+)
+@click.option(
     "--gate",
     type=click.Choice(GATES),
     default="no-regress",
     show_default=True,
     help="Exit 3 on REGRESS (no-regress), unless PROGRESS / promoted (ship), unless every "
-    "treatment is non-inferior or better at --margin (non-inferior), or never.",
+    "treatment is non-inferior or better at --margin (non-inferior), unless every candidate's "
+    "net benefit at --value-per-solved is above 0 with confidence (worth-it), or never.",
 )
 @click.option(
     "--sequential",
@@ -189,8 +202,15 @@ def compare_command(
     that moved and every task's numbers, seed, samples, the flips folded in a <details> block)
     for a pull request comment or $GITHUB_STEP_SUMMARY.
 
+    Cost (layered, metric, when the runs have cost_usd): each run's cost per solved item (per
+    unit of the score) with its interval, and each candidate's cost per additional solved item;
+    with --value-per-solved V the net benefit V·Δaccuracy − Δcost per item and the chance it is
+    positive over V; --gate worth-it passes only when every candidate's net benefit interval is
+    above 0. A judge's cost (grader_cost_usd) is shown apart, never counted as the system's.
+
     Exit codes: 0 the verdict passes the gate, 1 input problem (an option the scheme does not
-    take included), 2 the runs share no sample, 3 the verdict fails the gate.
+    take included; --gate worth-it without --value-per-solved), 2 the runs share no sample, 3
+    the verdict fails the gate (worth-it: a net benefit not shown above 0, or no cost data).
     """
     if scheme_name is None:
         comparing = [name for name, cls in available().items() if cls.CompareOptions is not None]
@@ -201,6 +221,12 @@ def compare_command(
         )
     scheme = get_scheme(scheme_name)
     one_stdout(json=json_out, markdown=markdown_out)
+    if gate == "worth-it" and params.get("value_per_solved") is None:
+        raise InputError(
+            "--gate worth-it needs a value per solved item",
+            hint="Add --value-per-solved V: what one more solved item is worth, in the cost's "
+            "currency (0.50).",
+        )
     if gate == "non-inferior" and params.get("margin") is None:
         raise InputError(
             "--gate non-inferior needs a margin",
@@ -240,6 +266,7 @@ def compare_command(
 
     def show(console: Console) -> None:
         scheme.compare_terminal(result, console)
+        cost_terminal(report, console)  # cost per solved, what the gain costs, if any
         flips_terminal(report, console, top=flips)  # the samples that changed, if any
         if "sequential" in report:
             sequential_lines(report["sequential"], console)
@@ -273,6 +300,9 @@ def gate_result(
         else "passes only on PROGRESS",
         "non-inferior": "passes when every candidate is non-inferior or better at the margin"
         + ("" if margin is None else f" ±{margin:.3g}"),
+        "worth-it": "passes when every candidate's net benefit per item at "
+        + f"{(report.get('parameters') or {}).get('value_per_solved')} per solved item has its "
+        "interval above 0",
     }  # fmt: skip
     return {"name": gate, "passed": failure is None, "rule": rules.get(gate, gate),
             "failure": failure}  # fmt: skip

@@ -79,7 +79,7 @@ class FiniteRange(click.FloatRange):
 FINITE = FiniteRange()
 # the gates a comparison's exit code can follow (compare, watch, run --stop): one list, so a new
 # gate reaches every command that gates
-GATES = ("no-regress", "ship", "non-inferior", "none")
+GATES = ("no-regress", "ship", "non-inferior", "worth-it", "none")
 
 
 def flag_for(parameter: str) -> str:
@@ -304,6 +304,7 @@ SCHEME_PARAMETERS = {
     "w_obj": "w_obj",
     "w_judge": "w_judge",
     "cost_weight": "cost_weight",
+    "value_per_solved": "value_per_solved",
 }
 
 

@@ -51,6 +51,12 @@ def make_stopper(
         )
     if baseline == run:
         raise InputError(f"--baseline {baseline} is the run being made (--run)")
+    if gate == "worth-it":
+        raise InputError(
+            "--gate worth-it is calipers compare's: the sequential decision weighs no cost",
+            hint="Gate the finished runs with `calipers compare … --value-per-solved V --gate "
+            "worth-it`.",
+        )
     if gate == "non-inferior" and margin is None:
         raise InputError("--gate non-inferior needs a margin", hint="Add --margin M.")
     options: dict[str, Any] = {}

@@ -210,6 +210,12 @@ def watch_command(
     options["by_task"] = by == "task"
     if seed is not None:
         options["seed"] = seed
+    if gate == "worth-it":
+        raise InputError(
+            "--gate worth-it is calipers compare's: the sequential decision weighs no cost",
+            hint="Gate the finished runs with `calipers compare … --value-per-solved V --gate "
+            "worth-it`.",
+        )
     if gate == "non-inferior" and "margin" not in options:
         raise InputError("--gate non-inferior needs a margin", hint="Add --margin M.")
     chosen = design or ("hybrid" if n_planned is not None else "sequence")

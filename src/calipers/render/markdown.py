@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from calipers.render import cost as cost_text
 from calipers.render.changes import FLIPS_SHOWN, flips_markdown, tasks_markdown
 from calipers.render.json_report import clean, write_report_text
 from calipers.render.markdown_text import bounds as _bounds
@@ -73,7 +74,36 @@ def compare_markdown(
         ]
     if gate is not None and gate != "none":
         lines[1:1] = ["", _gate_line(gate, gate_failure)]
-    return _finish([*lines, "", *flips_markdown(report, top=flips), *_notes(report)])
+    cost = cost_markdown(report)
+    return _finish([*lines, "", *cost, *flips_markdown(report, top=flips), *_notes(report)])
+
+
+def cost_markdown(report: Mapping[str, Any]) -> list[str]:
+    """The cost section (`calipers.render.cost`): per run and pair, as a list, and the table of
+    P(net benefit > 0) over the value per solved item; nothing when the report has none."""
+    cost = report.get("cost")
+    if not cost:
+        return []
+    per = escape(cost.get("outcome", "solved item"))
+    lines = [f"**Cost** per {per} (the system's cost_usd; graders' cost apart):", ""]
+    lines += [
+        ("  " if line.startswith("  ") else "") + f"- {escape(line.strip())}"
+        for line in cost_text.run_lines(cost) + cost_text.pair_lines(cost)
+    ]
+    for p in cost.get("pairs") or []:
+        rows = cost_text.curve_rows(p)
+        if rows:
+            lines += [
+                "",
+                f"P(net benefit > 0) for {escape(p.get('treatment'))} by value per {per}:",
+                "",
+                *_table(["value", "P(net > 0)"],
+                        [[cost_text.money(v), f"{prob:.3f}"] for v, prob in rows]),
+            ]  # fmt: skip
+    if any(p.get("curve") for p in cost.get("pairs") or []):
+        lines += ["", f"_{escape(cost_text.curve_meaning(cost))}._"]
+    lines += [f"> note: {escape(n)}" for n in cost.get("notes") or []]
+    return [*lines, ""]
 
 
 def _gate_line(gate: str, failure: str | None) -> str:

@@ -8,7 +8,7 @@ import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -18,6 +18,7 @@ from calipers.render.json_report import COMPARE_SCHEMA_VERSION
 from calipers.stats import z_from_confidence
 from calipers.verdicts.base import Comparison
 from calipers.verdicts.by_task import adjust_p
+from calipers.verdicts.cost import CostComparison
 from calipers.verdicts.flips import PairFlips
 from calipers.verdicts.gates import (
     DEFAULT_THRESHOLD,
@@ -99,6 +100,10 @@ class CompareResult(Comparison):
     reason: str
     badges: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    # cost per solved item per run, and what each candidate's gain costs (`verdicts.cost`);
+    # None when no compared observation has a cost and no value per solved item was given
+    cost: CostComparison | None = None
+    gates: ClassVar[tuple[str, ...]] = ("no-regress", "ship", "non-inferior", "worth-it", "none")
 
     @property
     def seed(self) -> int:
@@ -116,7 +121,19 @@ class CompareResult(Comparison):
 
     def gate_failure(self, gate: str) -> str | None:
         """no-regress fails on REGRESS; ship fails unless PROGRESS; non-inferior fails unless
-        every treatment is non-inferior, equivalent or superior at the margin; none never."""
+        every treatment is non-inferior, equivalent or superior at the margin; worth-it fails
+        unless every treatment's net benefit at the value per solved item is above 0 (its
+        interval's low end > 0); none never."""
+        if gate == "worth-it":
+            if self.cost is None:
+                if self.parameters.get("value_per_solved") is None:
+                    raise InputError(
+                        "--gate worth-it needs a value per solved item",
+                        hint="Add --value-per-solved V (what one more solved item is worth).",
+                        parameters=["value_per_solved"],
+                    )
+                return "no cost to weigh the gain against (gate worth-it)"
+            return self.cost.gate_failure()
         if gate == "non-inferior":
             if not self.pairs:
                 return "there is no treatment to hold against the margin (gate non-inferior)"
@@ -221,6 +238,7 @@ class CompareResult(Comparison):
             "pairs": [p.to_dict() for p in self.pairs],
             "flips": [p.flips.to_dict() for p in self.pairs if p.flips is not None],
             "notes": self.notes,
+            **({"cost": self.cost.to_dict()} if self.cost is not None else {}),
         }
 
 

@@ -19,7 +19,7 @@ import numpy.typing as npt
 from calipers.data.files import sql_literal
 from calipers.data.sampleset import SampleSet
 from calipers.errors import DataError, InputError
-from calipers.stats import krippendorff_alpha, pearson
+from calipers.stats.agreement_intervals import AgreementInterval, RunAgreement, run_agreement
 from calipers.stats.estimate import (
     MIN_T_UNITS,
     Interval,
@@ -395,6 +395,7 @@ class RunSummary:
     saturation: SaturationResult
     tasks: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
     repeats: RunRepeats | None = None  # when some sample was scored in several epochs
+    agreement: RunAgreement | None = None  # the three figures above with their intervals
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -413,6 +414,7 @@ class RunSummary:
             "saturation": self.saturation.to_dict(),
             "tasks": self.tasks,
             "repeats": None if self.repeats is None else self.repeats.to_dict(),
+            "agreement": None if self.agreement is None else self.agreement.to_dict(),
         }
 
 
@@ -471,6 +473,11 @@ def summarize_run(
     if staged.gated:
         gates = [c.gate for c in components.values() if c.gate is not None]
         gate_passed = bool(gates) and all(gates)
+    agreement = run_agreement(  # on per-sample means, the intervals over the clusters
+        arrays.judges, arrays.cluster, units=clusters, unit=cluster,
+        judge_layer=arrays.values.get("judge"), human=arrays.human,
+        confidence_level=confidence_level, n_resamples=n_resamples, rng=seed,
+    )  # fmt: skip
     return RunSummary(
         run=arrays.run,
         n_samples=int(arrays.cluster[-1]) + 1 if arrays.cluster.size else 0,
@@ -480,9 +487,10 @@ def summarize_run(
         components=components,
         layers_used=_layers_used(arrays.values, staged.components) if staged.gated else {},
         gate_passed=gate_passed,
-        judge_pearson=_judge_pearson(arrays.judges),
-        judge_alpha=_judge_alpha(arrays.judges),
-        human_pearson=_human_pearson(arrays),
+        judge_pearson=_estimate(agreement.judge_pearson),
+        judge_alpha=_estimate(agreement.judge_alpha),
+        human_pearson=_estimate(agreement.human_pearson),
+        agreement=None if agreement.empty else agreement,
         cv_median=_cv_median(staged.composite(arrays.run, raw=True), arrays.cluster),
         saturation=saturation(composite, arrays.cluster, arrays.epoch, z=z),
         tasks=_task_means(composite, arrays),
@@ -596,48 +604,8 @@ def _layers_used(values: Mapping[str, FloatArray], names: tuple[str, ...]) -> di
     return used
 
 
-def _judge_matrix(judges: Mapping[str, FloatArray]) -> FloatArray | None:
-    if len(judges) < 2:
-        return None
-    return np.vstack(list(judges.values()))  # judges × observations
-
-
-def _judge_pearson(judges: Mapping[str, FloatArray]) -> float | None:
-    """Mean Pearson correlation over pairs of judges, each on the observations both rated."""
-    matrix = _judge_matrix(judges)
-    if matrix is None:
-        return None
-    values = []
-    for i in range(matrix.shape[0]):
-        for j in range(i + 1, matrix.shape[0]):
-            both = np.isfinite(matrix[i]) & np.isfinite(matrix[j])
-            if both.sum() >= 3:
-                r = pearson(matrix[i][both], matrix[j][both])
-                if np.isfinite(r):
-                    values.append(r)
-    return float(np.mean(values)) if values else None
-
-
-def _judge_alpha(judges: Mapping[str, FloatArray]) -> float | None:
-    matrix = _judge_matrix(judges)
-    if matrix is None:
-        return None
-    try:
-        alpha = krippendorff_alpha(matrix, level="interval")
-    except InputError:
-        return None
-    return alpha if np.isfinite(alpha) else None
-
-
-def _human_pearson(arrays: RunArrays) -> float | None:
-    if arrays.human is None or "judge" not in arrays.values:
-        return None
-    judge, human = arrays.values["judge"], arrays.human
-    both = np.isfinite(judge) & np.isfinite(human)
-    if both.sum() < 3:
-        return None
-    r = pearson(judge[both], human[both])
-    return r if np.isfinite(r) else None
+def _estimate(found: AgreementInterval | None) -> float | None:
+    return None if found is None else found.estimate
 
 
 def _cv_median(composite: FloatArray, cluster: npt.NDArray[np.int64]) -> float | None:

@@ -60,6 +60,13 @@ class SequentialComparison(Comparison):
         pairs = self.result.pairs
         if gate == "none":
             return None
+        if gate == "worth-it":
+            raise InputError(
+                "--gate worth-it is calipers compare's: the sequential decision weighs no cost",
+                hint="Gate the finished runs with `calipers compare --value-per-solved V --gate "
+                "worth-it`.",
+                parameters=["gate"],
+            )
         if gate == "no-regress":
             if self.result.verdict == "REGRESS":
                 return "the verdict is REGRESS (gate no-regress)"

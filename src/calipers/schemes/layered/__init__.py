@@ -24,6 +24,7 @@ from calipers.schemes.registry import register
 from calipers.stats.estimate import INTERVAL_METHODS
 from calipers.verdicts.by_task import ADJUSTMENTS
 from calipers.verdicts.compare import CompareResult, check_runs, compare_staged, scale_span
+from calipers.verdicts.cost import analyse_cost
 from calipers.verdicts.flips import LISTED, pair_flips
 from calipers.verdicts.gates import DEFAULT_THRESHOLD
 from calipers.verdicts.judge_calibration import calibrate_pair, calibrate_run
@@ -96,6 +97,19 @@ class PairedScheme(ComparableScheme):
             equivalence=o.equivalence,  # type: ignore[attr-defined]
             by_task=o.by_task,  # type: ignore[attr-defined]
             adjust=o.adjust,  # type: ignore[attr-defined]
+        )
+        value = o.value_per_solved  # type: ignore[attr-defined]
+        result.parameters["value_per_solved"] = value
+        result.cost = analyse_cost(
+            staged,
+            samples,
+            control=baseline,
+            treatments=treatments,
+            cluster=result.parameters["cluster"],
+            confidence_level=o.confidence_level,  # type: ignore[attr-defined]
+            pair_confidence_level=result.parameters["pair_confidence_level"],
+            value_per_solved=value,
+            label=str(self.stage_parameters(o).get("metric") or "composite"),
         )
         if getattr(o, "calibrate_judges", False):
             for pair in result.pairs:
@@ -302,6 +316,9 @@ class PairedCompareOptions(PairedOptions):
     # regressions, and improvements, per pair listed with their text (`calipers.verdicts.flips`;
     # the counts always cover every sample)
     flips: int = Field(default=LISTED, ge=0)
+    # what one more solved item (one more unit of the outcome) is worth, in the cost's currency:
+    # the net benefit per item and `--gate worth-it` (`calipers.verdicts.cost`, docs/cost.md)
+    value_per_solved: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
 
 class LayeredCompareOptions(LayeredOptions, PairedCompareOptions):

@@ -6,6 +6,7 @@ from typing import Any
 
 from calipers.render import plots as draw
 from calipers.render.changes import flips_page_context
+from calipers.render.cost import cost_page_context
 from calipers.render.html import render
 from calipers.render.json_report import clean
 from calipers.schemes.layered.scoring import value_label
@@ -64,7 +65,10 @@ def compare_page(report: dict[str, Any]) -> str:
                 title=f"per task ({pair['confidence_level']:.0%} intervals; green: moved after "
                 f"{pair['task_adjust']} adjustment)",
             )
-    return render("compare", report, plots=plots, value_label=label, **flips_page_context(report))
+    return render(
+        "compare", report, plots=plots, value_label=label, **flips_page_context(report),
+        **cost_page_context(report),
+    )  # fmt: skip
 
 
 def _diff(d: dict[str, Any] | None) -> tuple[Any, Any, Any, bool]:

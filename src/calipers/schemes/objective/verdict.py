@@ -198,6 +198,13 @@ class ObjectiveComparison(Comparison):
 
     def gate_failure(self, gate: str) -> str | None:
         """no-regress fails on regressed; ship fails unless the candidate is promoted."""
+        if gate == "worth-it":
+            raise InputError(
+                "--gate worth-it weighs the net benefit of the metric and layered schemes; the "
+                "objective scheme puts cost into its composite instead",
+                hint="Use --gate ship, or compare with --scheme metric --value-per-solved V.",
+                parameters=["gate"],
+            )
         if gate == "no-regress" and self.verdict is ObjectiveVerdict.REGRESSED:
             return "the verdict is regressed (gate no-regress)"
         if gate == "ship" and not self.promote:

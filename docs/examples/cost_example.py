@@ -1,0 +1,71 @@
+"""The worked examples of docs/cost.md, printed by the code: the demo's synthetic evaluation
+(`calipers demo` writes the same rows to .calipers/demo/samples.jsonl) compared on `correct`
+with its cost: each run's cost per solved item, what atlas-large's gain over atlas-small costs,
+its net benefit at 0.50 per solved item and the worth-it gate; then two pairs whose data cannot
+bound the answer, said as such.
+
+    python docs/examples/cost_example.py   # prints the doc's output, from the code
+
+tests/test_cost.py checks that the doc shows exactly what this prints.
+"""
+
+from __future__ import annotations
+
+import io
+
+
+def render() -> str:
+    import pandas as pd
+    from rich.console import Console
+
+    import calipers
+    from calipers.demo.synthetic import DEMO_SEED, generate_samples
+    from calipers.render.cost import cost_terminal
+
+    rows = pd.DataFrame(list(generate_samples(seed=DEMO_SEED)))
+    out = io.StringIO()
+    console = Console(width=100, record=True, no_color=True, file=out)
+
+    def show(command: str, frame: pd.DataFrame, baseline: str, candidate: str,
+             value: float | None, gate: str | None = None) -> None:  # fmt: skip
+        console.print(f"$ {command}", highlight=False)
+        with calipers.open(frame) as samples:
+            extra = {} if value is None else {"value_per_solved": value}
+            result = calipers.compare(samples, "metric", metric="correct", baseline=baseline,
+                                      candidates=[candidate], by_task=False, **extra)  # fmt: skip
+        report = result.to_dict()
+        cost_terminal(report, console)
+        if gate is not None:
+            failure = result.gate_failure(gate)
+            console.print(f"gate {gate}: " + ("passed (exit 0)" if failure is None
+                                               else f"failed, exit 3: {failure}"),
+                          highlight=False)  # fmt: skip
+        console.print()
+
+    show("calipers compare .calipers/demo/samples.jsonl --scheme metric --metric correct "
+         "--baseline atlas-small --candidate atlas-large --value-per-solved 0.50 --gate worth-it",
+         rows, "atlas-small", "atlas-large", 0.5, "worth-it")  # fmt: skip
+    show("… --baseline borealis-think --candidate atlas-large --value-per-solved 0.50 "
+         "--gate worth-it", rows, "borealis-think", "atlas-large", 0.5, "worth-it")  # fmt: skip
+    first = rows["point"].unique()[:1]
+    small = rows[rows["task"].isin(["dates"]) & rows["point"].isin(first)]
+    show("… one task and point only (16 samples): --baseline atlas-small --candidate "
+         "atlas-large --value-per-solved 0.50",
+         small, "atlas-small", "atlas-large", 0.5)  # fmt: skip
+    return out.getvalue()
+
+
+def coverage() -> str:
+    """The measured coverage table (docs/cost.md), from benchmarks/results/cost_calibration.json."""
+    import json
+    from pathlib import Path
+
+    from calipers.calibration.cost import DEFAULT_JSON, coverage_table
+
+    root = Path(__file__).resolve().parent.parent.parent
+    body = json.loads((root / DEFAULT_JSON).read_text(encoding="utf-8"))
+    return coverage_table(body)
+
+
+if __name__ == "__main__":
+    print(render(), end="")

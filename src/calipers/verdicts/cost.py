@@ -1,0 +1,480 @@
+"""Cost in the comparison: each run's cost per solved item (per unit of score) and, per compared
+pair, the cost per additional solved item and the net benefit at a stated value per solved item,
+with the rules that say when an interval is refused or comes with a warning (measured in
+docs/calibration.md, "Cost"; decided in docs/cost.md).
+
+The system's cost is `cost_usd`; the graders' (`grader_cost_usd`: a judge's or a model-graded
+scorer's) is reported beside it and never counted as the system's. A scored observation without
+a cost is never a cost of 0: the run's cost figures are refused, saying how many lack one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from calipers.data.sampleset import SampleSet
+from calipers.errors import InputError
+from calipers.stats.cost import (
+    NetBenefit,
+    RatioInterval,
+    cost_per_additional,
+    cost_per_solved,
+    log_spread,
+    net_benefit,
+    probability_positive,
+    value_grid,
+)
+from calipers.stats.estimate import NoInterval
+from calipers.verdicts.persample import StagedScores, as_floats, cluster_labels, stage_rows
+
+FloatArray = npt.NDArray[np.float64]
+
+# Below this many units every cost interval is refused: measured coverage of cost per solved
+# 0.85–0.97 at 30 units on lognormal costs (log sd 1–1.5), of the net benefit 0.90–0.96, and
+# nothing was measured below (docs/calibration.md, "Cost").
+MIN_COST_UNITS = 30
+# Below this many units an interval comes with a warning.
+WARN_COST_UNITS = 100
+# Fewer units with a solved item than this: the accuracy's log is poorly determined (coverage
+# 0.90–0.91 at 100 items and accuracy 0.046, where most runs solve under 5).
+WARN_SOLVED_UNITS = 10
+# Costs this heavy-tailed (sd of the log of the units' mean costs) covered 0.88–0.94 at 100–1000
+# units (lognormal, log sd 1.5), against ≥ 0.93 at log sd 1 from 300 units.
+HEAVY_LOG_SPREAD = 1.25
+
+
+def interval_warnings(
+    n_units: int, *, solved_units: int | None = None, spread: float | None = None
+) -> list[str]:
+    """The stated warnings of a cost interval on `n_units` units (docs/cost.md)."""
+    out = []
+    if n_units < WARN_COST_UNITS:
+        out.append(
+            f"{n_units} units, fewer than {WARN_COST_UNITS}: at 30 units cost per solved covered "
+            "85–97% of the truth in simulation and the net benefit 90–96% (docs/calibration.md, "
+            '"Cost")'
+        )
+    if solved_units is not None and solved_units < WARN_SOLVED_UNITS:
+        out.append(
+            f"only {solved_units} units solved anything: the accuracy's scale is poorly "
+            "determined (coverage 90% at 100 items and accuracy 0.05, docs/calibration.md)"
+        )
+    if spread is not None and spread >= HEAVY_LOG_SPREAD:
+        out.append(
+            f"heavy-tailed costs (sd of the log of the units' costs {spread:.2f} ≥ "
+            f"{HEAVY_LOG_SPREAD}): at log sd 1.5 the interval covered 88–94% at 100–1000 units "
+            '(docs/calibration.md, "Cost"); a tail the sample has not shown can move the mean'
+        )
+    return out
+
+
+@dataclass
+class CostFigures:
+    """Cost per solved item for one run (or one task of it), and what it was made from."""
+
+    n_samples: int
+    n_units: int
+    cost_per_sample: float | None  # the mean over samples of the per-sample mean cost
+    outcome_mean: float | None
+    total_cost: float | None  # Σ cost_usd over the scored observations
+    interval: RatioInterval | None
+    refusal: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        i = self.interval
+        return {
+            "n_samples": self.n_samples,
+            "n_units": self.n_units,
+            "cost_per_sample": self.cost_per_sample,
+            "outcome_mean": self.outcome_mean,
+            "total_cost": self.total_cost,
+            "estimate": None if i is None else i.estimate,
+            "low": None if i is None or self.refusal else i.low,
+            "high": None if i is None or self.refusal else i.high,
+            "interval": None if i is None or self.refusal else i.to_dict(),
+            "refusal": self.refusal,
+            "warnings": self.warnings,
+        }
+
+
+@dataclass
+class RunCost:
+    run: str
+    figures: CostFigures | None  # None: refused (refusal says why)
+    refusal: str | None
+    grader_cost: float | None  # Σ grader_cost_usd over the run's observations (None: none)
+    grader_observations: int
+    tasks: dict[str, CostFigures] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            **(self.figures.to_dict() if self.figures else {"estimate": None, "low": None,
+                                                           "high": None}),
+            "refusal": self.refusal or (self.figures.refusal if self.figures else None),
+            "grader_cost": self.grader_cost,
+            "grader_observations": self.grader_observations,
+            "tasks": {t: f.to_dict() for t, f in self.tasks.items()},
+        }  # fmt: skip
+
+
+@dataclass
+class PairCost:
+    control: str
+    treatment: str
+    n_pairs: int
+    delta_cost: float | None  # mean per item, treatment − control
+    delta_outcome: float | None
+    per_additional: RatioInterval | None
+    net: NetBenefit | None
+    curve: list[tuple[float, float]]  # (value per solved, P(net benefit > 0))
+    refusal: str | None = None
+    net_refusal: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def worth_it(self) -> bool:
+        return self.net is not None and self.net.interval.low > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        a = self.per_additional
+        return {
+            "control": self.control,
+            "treatment": self.treatment,
+            "n_pairs": self.n_pairs,
+            "delta_cost": self.delta_cost,
+            "delta_outcome": self.delta_outcome,
+            "cost_per_additional": None if a is None else a.to_dict(),
+            "net_benefit": None if self.net is None else self.net.to_dict(),
+            "net_refusal": self.net_refusal,
+            "curve": [{"value": v, "probability_positive": p} for v, p in self.curve],
+            "curve_meaning": (
+                "P(net benefit > 0) at each value per solved item: the one-sided confidence "
+                "level T_{G-1}(net/se) of the paired t interval, not a posterior probability"
+            ),
+            "refusal": self.refusal,
+            "warnings": self.warnings,
+        }
+
+
+@dataclass
+class CostComparison:
+    """The cost section of a comparison: per run, per pair, and how it was made."""
+
+    outcome: str  # "solved item" or "unit of <metric>"
+    value_per_solved: float | None
+    confidence_level: float
+    cluster: str
+    runs: dict[str, RunCost]
+    pairs: list[PairCost]
+    notes: list[str] = field(default_factory=list)
+
+    def gate_failure(self) -> str | None:
+        """`--gate worth-it`: fails unless every pair's net benefit interval lies above 0."""
+        if self.value_per_solved is None:
+            raise InputError(
+                "--gate worth-it needs a value per solved item",
+                hint="Add --value-per-solved V (what one more solved item is worth, in the "
+                "cost's currency).",
+                parameters=["value_per_solved"],
+            )
+        if not self.pairs:
+            return "there is no candidate to weigh against its cost (gate worth-it)"
+        failing = []
+        for p in self.pairs:
+            if p.net is None:
+                failing.append(f"{p.treatment}: no net benefit ({p.net_refusal or p.refusal})")
+            elif not p.worth_it:
+                i = p.net.interval
+                failing.append(
+                    f"{p.treatment}: net benefit {i.estimate:+.4g} per item, interval "
+                    f"[{i.low:+.4g}, {i.high:+.4g}] is not above 0"
+                )
+        if failing:
+            return f"not worth it at {self.value_per_solved:g} per {self.outcome}: " + "; ".join(
+                failing
+            )
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "outcome": self.outcome,
+            "value_per_solved": self.value_per_solved,
+            "confidence_level": self.confidence_level,
+            "cluster": self.cluster,
+            "system_cost": "cost_usd",
+            "grader_cost": "grader_cost_usd (reported apart, never counted as the system's)",
+            "runs": {r: c.to_dict() for r, c in self.runs.items()},
+            "pairs": [p.to_dict() for p in self.pairs],
+            "notes": self.notes,
+        }
+
+
+def _columns(samples: SampleSet) -> list[str]:
+    query = samples.con.execute(f"SELECT * FROM {samples.relation} LIMIT 0")
+    return [d[0] for d in query.description]
+
+
+def has_cost(samples: SampleSet, runs: list[str]) -> bool:
+    """Whether any observation of `runs` has a system cost."""
+    from calipers.data.files import sql_literal
+
+    where = ", ".join(sql_literal(r) for r in runs)
+    if "cost_usd" not in _columns(samples):
+        return False
+    found = samples.con.execute(
+        f"SELECT 1 FROM {samples.relation} WHERE run IN ({where}) AND cost_usd IS NOT NULL LIMIT 1"
+    ).fetchall()
+    return bool(found)
+
+
+@dataclass
+class _Arm:
+    """One run's per-sample means (over its scored epochs), aligned on sample codes."""
+
+    sid: npt.NDArray[np.int64]
+    task: npt.NDArray[np.int64]
+    unit: npt.NDArray[np.int64]
+    cost: FloatArray  # NaN: some scored epoch lacks a cost
+    outcome: FloatArray
+    weight: FloatArray
+    missing_cost: int  # scored observations without a cost
+    unscored_with_cost: int
+    grader_cost: float | None
+    grader_rows: int
+
+
+def _arm(staged: StagedScores, run: str, cost: FloatArray, grader: FloatArray,
+         cluster: str) -> _Arm:  # fmt: skip
+    arrays = staged.fetch(run)
+    outcome_rows = staged.composite(run, raw=True)
+    scored = np.isfinite(outcome_rows)
+    rows = np.flatnonzero(scored)
+    missing = int(np.sum(scored & ~np.isfinite(cost)))
+    unscored = int(np.sum(~scored & np.isfinite(cost)))
+    graded = np.isfinite(grader)
+    sid_rows = arrays.sid[rows]
+    codes, first = np.unique(sid_rows, return_index=True)
+    inverse = np.searchsorted(codes, sid_rows)
+    count = np.bincount(inverse).astype(np.float64)
+    mean_outcome = np.bincount(inverse, weights=outcome_rows[rows]) / count
+    mean_cost = np.bincount(inverse, weights=cost[rows]) / count  # NaN when any epoch lacks one
+    weight = (
+        np.ones(codes.size)
+        if arrays.weight is None
+        else np.bincount(inverse, weights=arrays.weight[rows]) / count
+    )
+    units = cluster_labels(arrays, rows, cluster)[first]
+    return _Arm(
+        codes, arrays.task_code[rows][first], units, mean_cost, mean_outcome, weight, missing,
+        unscored, float(grader[graded].sum()) if graded.any() else None, int(graded.sum()),
+    )  # fmt: skip
+
+
+def _figures(arm: _Arm, keep: npt.NDArray[np.bool_], confidence_level: float,
+             per_solved: bool) -> CostFigures:  # fmt: skip
+    cost, outcome = arm.cost[keep], arm.outcome[keep]
+    units = arm.unit[keep]
+    w = arm.weight[keep]
+    n = int(cost.size)
+    g = int(np.unique(units).size)
+    mean_cost = float(w @ cost / w.sum()) if n else None
+    mean_outcome = float(w @ outcome / w.sum()) if n else None
+    total = float(cost.sum()) if n else None
+    figures = CostFigures(n, g, mean_cost, mean_outcome, total, None)
+    if not per_solved:
+        return figures
+    try:
+        made = cost_per_solved(cost, outcome, clusters=units, weights=w,
+                               confidence_level=confidence_level)  # fmt: skip
+    except NoInterval as exc:
+        figures.refusal = exc.reason
+        return figures
+    figures.interval = made
+    if g < MIN_COST_UNITS:
+        figures.refusal = (
+            f"{g} units, fewer than {MIN_COST_UNITS}: at 30 units cost-per-solved intervals "
+            "covered as little as 85% in simulation, and fewer were not measured "
+            '(docs/calibration.md, "Cost")'
+        )
+        return figures
+    solved_units = int(np.unique(units[outcome > 0]).size)
+    sums = made.moments.numerator_sums / made.moments.sizes
+    figures.warnings = interval_warnings(g, solved_units=solved_units, spread=log_spread(sums))
+    return figures
+
+
+def analyse_cost(
+    staged: StagedScores,
+    samples: SampleSet,
+    *,
+    control: str,
+    treatments: list[str],
+    cluster: str,
+    confidence_level: float,
+    pair_confidence_level: float,
+    value_per_solved: float | None = None,
+    label: str = "composite",
+) -> CostComparison | None:
+    """The cost section of a comparison of `control` with `treatments` on the staged outcomes
+    (None when no compared observation has a cost and no value per solved was given)."""
+    runs = [control, *treatments]
+    if not has_cost(samples, runs):
+        if value_per_solved is None:
+            return None
+        return CostComparison(
+            _outcome_name(staged, runs, label), value_per_solved, confidence_level, cluster,
+            {r: RunCost(r, None, "no observation has a cost (cost_usd)", None, 0) for r in runs},
+            [
+                PairCost(control, t, 0, None, None, None, None, [],
+                         refusal="no observation has a cost (cost_usd)")
+                for t in treatments
+            ],
+            ["no compared observation has a cost_usd: nothing to weigh the gain against"],
+        )  # fmt: skip
+    expressions = {"cost": "cost_usd::DOUBLE"}
+    if "grader_cost_usd" in _columns(samples):
+        expressions["grader"] = "grader_cost_usd::DOUBLE"
+    rows = stage_rows(samples, runs, expressions)
+    outcome = _outcome_name(staged, runs, label)
+    per_solved, why_not = _per_solved_meaning(staged, runs, label)
+    notes = [] if per_solved else [why_not]
+    arms: dict[str, _Arm] = {}
+    result: dict[str, RunCost] = {}
+    for run in runs:
+        span = rows.spans[run]
+        arrays = staged.fetch(run)
+        if not (np.array_equal(rows.columns["sid"][span], arrays.sid)
+                and np.array_equal(rows.columns["epoch"][span], arrays.epoch)):  # fmt: skip
+            raise InputError(
+                f"the cost rows of run '{run}' do not line up with its scored rows",
+                hint="Report this as a bug in calipers, with the command.",
+            )
+        cost = as_floats(rows.columns["cost"])[span]  # NULL → NaN, never 0
+        grader = (
+            as_floats(rows.columns["grader"])[span]
+            if "grader" in rows.columns
+            else np.full(cost.size, np.nan)
+        )
+        arm = _arm(staged, run, _nan(cost), _nan(grader), cluster)
+        arms[run] = arm
+        refusal = None
+        if arm.missing_cost:
+            refusal = (
+                f"{arm.missing_cost} scored observation(s) of '{run}' have no cost_usd: a "
+                "missing cost is not 0, so no cost figure is given (add the cost, or leave "
+                "those samples out of the run)"
+            )
+        if arm.unscored_with_cost:
+            notes.append(
+                f"{run}: {arm.unscored_with_cost} observation(s) with a cost but no outcome are "
+                "left out of both sums (a missing outcome is not a failure)"
+            )
+        figures = None
+        tasks: dict[str, CostFigures] = {}
+        if refusal is None:
+            every = np.ones(arm.sid.size, dtype=bool)
+            figures = _figures(arm, every, confidence_level, per_solved)
+            if len(staged.tasks) > 1:
+                for code, name in enumerate(staged.tasks):
+                    keep = arm.task == code
+                    if keep.any():
+                        tasks[name] = _figures(arm, keep, confidence_level, per_solved)
+        result[run] = RunCost(run, figures, refusal, arm.grader_cost, arm.grader_rows, tasks)
+    pairs = [
+        _pair(arms[control], arms[t], control, t, result, pair_confidence_level,
+              value_per_solved)
+        for t in treatments
+    ]  # fmt: skip
+    if any(a.grader_rows for a in arms.values()):
+        notes.append(
+            "grader cost (grader_cost_usd: judges, model-graded scorers) is reported apart and "
+            "never counted in the system's cost"
+        )
+    return CostComparison(outcome, value_per_solved, confidence_level, cluster, result, pairs,
+                          notes)  # fmt: skip
+
+
+def _nan(a: FloatArray) -> FloatArray:
+    return np.where(np.isfinite(a), a, np.nan)
+
+
+def _outcome_name(staged: StagedScores, runs: list[str], label: str) -> str:
+    values = np.concatenate([staged.composite(r, raw=True) for r in runs])
+    finite = values[np.isfinite(values)]
+    if finite.size and bool(np.all((finite == 0) | (finite == 1))):
+        return "solved item"
+    return f"unit of {label}"
+
+
+def _per_solved_meaning(staged: StagedScores, runs: list[str], label: str) -> tuple[bool, str]:
+    """Whether cost per unit of the outcome means something: its scale starts at 0."""
+    values = np.concatenate([staged.composite(r, raw=True) for r in runs])
+    finite = values[np.isfinite(values)]
+    if finite.size and float(finite.min()) < 0:
+        return False, (f"cost per unit of {label} is not given: the {label} takes negative values")
+    if staged.bounds is not None and staged.bounds[0] != 0:
+        return False, (
+            f"cost per unit of {label} is not given: its scale [{staged.bounds[0]:g}, "
+            f"{staged.bounds[1]:g}] does not start at 0 (the cost per additional point and the "
+            "net benefit are)"
+        )
+    return True, ""
+
+
+def _pair(
+    c: _Arm,
+    t: _Arm,
+    control: str,
+    treatment: str,
+    runs: dict[str, RunCost],
+    confidence_level: float,
+    value: float | None,
+) -> PairCost:
+    refused = runs[control].refusal or runs[treatment].refusal
+    if refused:
+        return PairCost(control, treatment, 0, None, None, None, None, [], refusal=refused)
+    common, ci, ti = np.intersect1d(c.sid, t.sid, assume_unique=True, return_indices=True)
+    n = int(common.size)
+    if n == 0:
+        return PairCost(control, treatment, 0, None, None, None, None, [],
+                        refusal="the runs share no scored sample")  # fmt: skip
+    cc, tc, ca, ta = c.cost[ci], t.cost[ti], c.outcome[ci], t.outcome[ti]
+    units = c.unit[ci]
+    w = c.weight[ci]
+    d_cost = float(w @ (tc - cc) / w.sum())
+    d_out = float(w @ (ta - ca) / w.sum())
+    pair = PairCost(control, treatment, n, d_cost, d_out, None, None, [])
+    try:
+        pair.per_additional = cost_per_additional(
+            cc, tc, ca, ta, clusters=units, weights=w, confidence_level=confidence_level
+        )
+    except NoInterval as exc:
+        pair.refusal = exc.reason
+        return pair
+    g = pair.per_additional.moments.n_units
+    if g < MIN_COST_UNITS:
+        pair.refusal = pair.net_refusal = (
+            f"{g} units, fewer than {MIN_COST_UNITS}: at 30 units the net benefit's interval "
+            "covered as little as 90% in simulation, and fewer were not measured "
+            '(docs/calibration.md, "Cost")'
+        )
+        pair.per_additional = None
+        return pair
+    pair.warnings = interval_warnings(g)
+    moments = pair.per_additional.moments
+    grid = value_grid(moments, value)
+    probability = probability_positive(moments, grid)
+    pair.curve = [(float(v), float(p)) for v, p in zip(grid, probability, strict=True)]
+    if value is not None:
+        try:
+            pair.net = net_benefit(cc, tc, ca, ta, value=value, clusters=units, weights=w,
+                                   confidence_level=confidence_level)  # fmt: skip
+        except NoInterval as exc:
+            pair.net_refusal = exc.reason
+    return pair
