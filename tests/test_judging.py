@@ -113,6 +113,10 @@ def test_repeats_and_an_ensemble_report_mean_sd_and_agreement(suite: Path) -> No
     }
     assert pair["samples"] == 8
     assert pair["pearson"] == pytest.approx(stats.pearsonr(means["noisy"], means["steady"])[0])
+    # its interval: Fisher's z over the 8 samples, never narrower than the textbook one (scipy's)
+    textbook = stats.pearsonr(means["noisy"], means["steady"]).confidence_interval()
+    assert pair["method"] == "fisher-z-robust" and pair["refusal"] is None
+    assert pair["low"] <= textbook.low <= pair["pearson"] <= textbook.high <= pair["high"]
     assert len(report["judging"]["prompt_hashes"]) == 1
     assert report["seed"] == 0 and report["executor"] == "local"
 

@@ -167,6 +167,16 @@ def test_judges_pages_show_the_library_figures(client: TestClient, db: Path) -> 
     assert twin["pairwise"]["judges"] == expected_bias  # its only pairwise verdicts
     page = _get(client, "/judges", {"run": LABELLED}).text
     assert f"{summary['judge_pearson']:.2f}" in page
+    # the agreement figures' intervals, the library's (stats.agreement_intervals) as the JSON's
+    assert layered["agreement"] == summary["agreement"]
+    for key in ("judge_pearson", "judge_krippendorff_alpha", "human_pearson"):
+        found = summary["agreement"][key]
+        assert found["estimate"] == pytest.approx(summary[key])
+        shown = (f"[{found['low']:.2f}, {found['high']:.2f}]" if found["low"] is not None
+                 else f"no interval: {found['refusal']}")  # fmt: skip
+        assert shown in page, key
+    pair = twin["agreement"][0]
+    assert pair["low"] is not None and f"[{pair['low']:.2f}, {pair['high']:.2f}]" in page
     assert f"{calibration['estimate']:.3f}" in page and f"{calibration['low']:.3f}" in page
     # a run without labels says so; its pairwise table holds only its verdicts (none here)
     plain = _get(client, "/judges.json", {"run": "alpha-v3"}).json()

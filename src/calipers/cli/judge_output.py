@@ -65,7 +65,14 @@ def judges_table(judging: dict[str, Any], console: Console) -> None:
             )
     for pair in judging["agreement"]:
         a, b = (escape(n) for n in pair["judges"])
+        if pair.get("low") is not None and pair.get("high") is not None:
+            bounds = f" [{pair['low']:.2f}, {pair['high']:.2f}]"
+        elif pair.get("refusal"):
+            bounds = f" (no interval: {escape(pair['refusal'])})"
+        else:
+            bounds = ""
         console.print(
-            f"  agreement {a} ~ {b}: Pearson r {num(pair['pearson'])} on {pair['samples']} samples",
+            f"  agreement {a} ~ {b}: Pearson r {num(pair['pearson'])}{bounds} on "
+            f"{pair['samples']} samples",
             highlight=False,
         )

@@ -368,6 +368,7 @@ def score_markdown(report: Mapping[str, Any], *, reading: Callable[..., str] | N
         lines += _robustness_runs(report, reading)
     elif render is not None:
         lines += render(report, runs)
+        lines += _agreement_rows(runs)
     else:
         lines += [f"Runs: {', '.join(escape(r) for r in runs) or 'none'}."]
     params = report.get("parameters") or {}
@@ -408,6 +409,34 @@ def _paired_scores(report: Mapping[str, Any], runs: Mapping[str, Any]) -> list[s
             row.append("—" if gate is None else ("pass" if gate else "**fail**"))
         rows.append(row)
     return _table(header, rows)
+
+
+def _agreement_cell(found: Mapping[str, Any] | None) -> str:
+    if not found or found.get("estimate") is None:
+        return "—"
+    if found.get("low") is None or found.get("high") is None:
+        return f"{_num(found['estimate'], 2)} (no interval: {escape(found.get('refusal'))})"
+    return f"{_num(found['estimate'], 2)} {_bounds(found['low'], found['high'], _num, 2)}"
+
+
+def _agreement_rows(runs: Mapping[str, Any]) -> list[str]:
+    """layered: per run, the judges' r, Krippendorff's α and the judge against human labels,
+    each with its interval (docs/judges.md)."""
+    found = {name: r["agreement"] for name, r in runs.items() if r.get("agreement")}
+    if not found:
+        return []
+    rows = []
+    for name, body in found.items():
+        pairs = body.get("judge_pairs") or []
+        judges = _agreement_cell(body.get("judge_pearson"))
+        if len(pairs) > 1:
+            judges += "; " + "; ".join(
+                f"{escape(' ~ '.join(p['judges']))} {_agreement_cell(p)}" for p in pairs
+            )
+        rows.append([escape(name), judges, _agreement_cell(body.get("judge_krippendorff_alpha")),
+                     _agreement_cell(body.get("human_pearson"))])  # fmt: skip
+    header = ["run", "judges: Pearson r", "Krippendorff's α", "judge vs human r"]
+    return ["", "Judge agreement (intervals over the samples' means):", "", *_table(header, rows)]
 
 
 def _objective_scores(report: Mapping[str, Any], runs: Mapping[str, Any]) -> list[str]:

@@ -8,7 +8,6 @@ null and its `error` — never a 0 — and is not cached, so a re-run asks again
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -32,7 +31,7 @@ from calipers.grading.judges import (
 )
 from calipers.running.executor import Backend, NoBar, progress_bar
 from calipers.running.judge_processes import ProcessJudgeCalls, Work, processes_for
-from calipers.stats.agreement import pearson
+from calipers.stats.agreement_intervals import pearson_interval
 
 
 @dataclass
@@ -290,7 +289,9 @@ def judge_failures(summaries: Sequence[JudgeSummary], max_fraction: float | None
 
 def summarize(rows: Sequence[dict[str, Any]]) -> tuple[list[JudgeSummary], list[dict[str, Any]]]:
     """Per judge: mean score and the spread between repeats; per pair of judges: Pearson r of
-    their per-sample means on the samples both judged (null when either is constant)."""
+    their per-sample means on the samples both judged (null when either is constant), with its
+    interval over the samples (`stats.agreement_intervals.pearson_interval`; a refusal says why
+    there is none)."""
     per: dict[str, dict[tuple[Any, ...], dict[int, list[float]]]] = defaultdict(dict)
     calls: dict[str, set[tuple[Any, ...]]] = defaultdict(set)
     failed: dict[str, int] = defaultdict(int)
@@ -325,13 +326,13 @@ def summarize(rows: Sequence[dict[str, Any]]) -> tuple[list[JudgeSummary], list[
     for a_i, a in enumerate(names):
         for b in names[a_i + 1 :]:
             shared = sorted(set(means[a]) & set(means[b]))
-            r = (
-                pearson([means[a][k] for k in shared], [means[b][k] for k in shared])
-                if len(shared) >= 3
-                else math.nan
-            )
-            pairs.append({"judges": [a, b], "samples": len(shared),
-                          "pearson": r if math.isfinite(r) else None})  # fmt: skip
+            found = pearson_interval([means[a][k] for k in shared], [means[b][k] for k in shared])
+            r = found.estimate if len(shared) >= 3 else None
+            pairs.append({"judges": [a, b], "samples": len(shared), "pearson": r,
+                          "low": found.low if r is not None else None,
+                          "high": found.high if r is not None else None,
+                          "method": found.method if r is not None else None,
+                          "refusal": found.refusal if r is not None else None})  # fmt: skip
     return summaries, pairs
 
 

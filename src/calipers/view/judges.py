@@ -1,17 +1,21 @@
 """The judges page's data, from the calls the commands make — nothing is computed here:
 
 - per judge of a run: samples judged, failed calls, the mean and the SD between repeats, and the
-  Pearson r between each pair of judges on the samples both judged (`running.judging.summarize`,
-  the table `calipers run` and `grade` print);
-- the run's agreement as the layered scheme reports it (`calipers score --scheme layered`): the
-  mean Pearson r between judges, Krippendorff's α (interval) and, where samples carry human
-  labels, the judge against them (Pearson) and the judge layer corrected by the labels, with its
-  interval (PPI++, `--calibrate-judges`; a refusal with its reason below 30 labels);
+  Pearson r between each pair of judges on the samples both judged, with its interval
+  (`running.judging.summarize`, the table `calipers run` and `grade` print);
+- the run's agreement as the layered scheme reports it (`calipers score --scheme layered`), each
+  figure with its interval or the reason it has none (`stats.agreement_intervals`, on the
+  samples' means over epochs, clustered as the scores are): the Pearson r between judges (each
+  pair's when there are several; Fisher's z, robust), Krippendorff's α (interval; BCa bootstrap
+  over the samples, refused below 30) and, where samples carry human labels, the judge against
+  them (Pearson) and the judge layer corrected by the labels, with its interval (PPI++,
+  `--calibrate-judges`; a refusal with its reason below 30 labels);
 - pairwise judging's position bias per judge (`grading.pairwise.judge_stats`: the position-flip
   rate and the share of decisive verdicts that chose the output shown first) and the wins, ties
   and losses per pair of runs (`pair_tallies`), as `calipers rank --pairwise` prints them.
 
-The library gives no interval for Pearson r or α: the page shows them as the commands do.
+Every interval is the library's, as the commands print it; the coverage each was measured at is
+in docs/calibration.md ("Judge agreement").
 """
 
 from __future__ import annotations
@@ -92,6 +96,7 @@ def run_judges(store: Store, run: str) -> dict[str, Any]:
                 "judge_pearson": summary.get("judge_pearson"),
                 "judge_krippendorff_alpha": summary.get("judge_krippendorff_alpha"),
                 "human_pearson": summary.get("human_pearson"),
+                "agreement": summary.get("agreement"),
                 "judge_calibration": (report.get("judge_calibration") or {}).get(run),
                 "confidence_level": report["parameters"].get("confidence_level"),
                 "cluster": report["parameters"].get("cluster"),

@@ -165,9 +165,47 @@ def summary(result: SummaryResult, console: Console, *, detail: bool = False) ->
         console.print("[dim]✗ layer mean below the gate · layers: F fact, B behavior, J judge[/]")
     console.print(f"[dim]intervals clustered by {escape(clustering(result.parameters))}[/]")
     ranking_lines(result.ranking, console)
+    agreement_lines(result.runs, console)
     calibration_lines(result.judge_calibration, console)
     repeats_table(result.runs, console)
     print_notes(result.notes, console)
+
+
+def agreement_figure(name: str, found: Mapping[str, Any] | None) -> str | None:
+    """ "α 0.78 [0.60, 0.88]", or with the reason when refused: "α 0.71 (no interval: …)"."""
+    if found is None or found.get("estimate") is None:
+        return None
+    text = f"{name} {found['estimate']:.2f}"
+    if found.get("low") is not None and found.get("high") is not None:
+        return text + f" [{found['low']:.2f}, {found['high']:.2f}]"
+    return text + f" (no interval: {found.get('refusal')})"
+
+
+def agreement_lines(runs: Mapping[str, RunSummary], console: Console) -> None:
+    """Per run with judges or human labels: the judges' Pearson r (each pair's when several),
+    Krippendorff's α and the judge against human labels, each with its interval."""
+    lines = []
+    for name, run in runs.items():
+        if run.agreement is None:
+            continue
+        body = run.agreement.to_dict()
+        figures = [agreement_figure("judges r", body["judge_pearson"])]
+        if len(body["judge_pairs"]) > 1:
+            figures += [agreement_figure(" ~ ".join(p["judges"]) + " r", p)
+                        for p in body["judge_pairs"]]  # fmt: skip
+        figures.append(agreement_figure("α", body["judge_krippendorff_alpha"]))
+        figures.append(agreement_figure("human r", body["human_pearson"]))
+        shown = [f for f in figures if f is not None]
+        if shown:
+            lines.append(escape(f"  {name}: " + " · ".join(shown)))
+            level = next(f["confidence_level"] for f in (body["judge_pearson"],
+                         body["judge_krippendorff_alpha"], body["human_pearson"]) if f)  # fmt: skip
+    if not lines:
+        return
+    console.print(f"judge agreement ({level:.0%} intervals, over the samples' means; "
+                  "docs/judges.md):")  # fmt: skip
+    for line in lines:
+        console.print(line, highlight=False)
 
 
 def task_means(result: SummaryResult, console: Console, *, label: str) -> None:
