@@ -57,6 +57,7 @@ def _schema_kind(report: dict[str, Any]) -> str | None:
         "plan",
         "pairwise-rank",
         "watch",
+        "cost-rank",
     )
     if isinstance(report.get("kind"), str) and report["kind"] in kinds:
         return str(report["kind"])

@@ -5,6 +5,7 @@ its net benefit at 0.50 per solved item and the worth-it gate; then two pairs wh
 bound the answer, said as such.
 
     python docs/examples/cost_example.py   # prints the doc's output, from the code
+    python tests/doc_examples.py --write cost cost:rank-example cost:selection   # into the doc
 
 tests/test_cost.py checks that the doc shows exactly what this prints.
 """
@@ -53,6 +54,42 @@ def render() -> str:
          "atlas-large --value-per-solved 0.50",
          small, "atlas-small", "atlas-large", 0.5)  # fmt: skip
     return out.getvalue()
+
+
+def rank_example() -> str:
+    """The demo leaderboard's cheapest acceptable run (docs/cost.md, "The cheapest run that is
+    good enough"): `calipers rank --cost --margin 0.03` on the demo's four runs."""
+    import pandas as pd
+    from rich.console import Console
+
+    import calipers
+    from calipers.cli.rank_cost import cost_ranking
+    from calipers.demo.synthetic import DEMO_SEED, generate_samples
+    from calipers.render.cost_ranking import terminal
+
+    rows = pd.DataFrame(list(generate_samples(seed=DEMO_SEED)))
+    out = io.StringIO()
+    console = Console(width=110, record=True, no_color=True, file=out)
+    console.print("$ calipers rank .calipers/demo/samples.jsonl --cost --margin 0.03 "
+                  "--n-resamples 2000 --seed 7", highlight=False)  # fmt: skip
+    console.print()
+    with calipers.open(rows) as samples:
+        made = cost_ranking(samples, margin=0.03, n_resamples=2000, seed=7)
+    terminal(made.to_dict(), console)
+    return out.getvalue()
+
+
+def selection() -> str:
+    """The measured wrong-choice rates (docs/cost.md), from
+    benchmarks/results/cost_selection.json."""
+    import json
+    from pathlib import Path
+
+    from calipers.calibration.cost import SELECTION_JSON, selection_table
+
+    root = Path(__file__).resolve().parent.parent.parent
+    body = json.loads((root / SELECTION_JSON).read_text(encoding="utf-8"))
+    return selection_table(body)
 
 
 def coverage() -> str:

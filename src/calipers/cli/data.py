@@ -299,7 +299,7 @@ def _export_to_stdout(db: Path, fmt: str, runs: list[str]) -> None:
     metavar="KIND",
     help="Print the schema of a JSON report instead: a scheme (reasonscore, layered, metric, "
     "rubric, objective, robustness), compare, objective-compare, check, plan, rank, "
-    "pairwise-rank, run, store or import.",
+    "pairwise-rank, cost-rank, run, store or import.",
 )
 @quiet_option
 def schema(report: str | None) -> None:

@@ -337,55 +337,9 @@ def analyse_cost(
             ],
             ["no compared observation has a cost_usd: nothing to weigh the gain against"],
         )  # fmt: skip
-    expressions = {"cost": "cost_usd::DOUBLE"}
-    if "grader_cost_usd" in _columns(samples):
-        expressions["grader"] = "grader_cost_usd::DOUBLE"
-    rows = stage_rows(samples, runs, expressions)
-    outcome = _outcome_name(staged, runs, label)
-    per_solved, why_not = _per_solved_meaning(staged, runs, label)
-    notes = [] if per_solved else [why_not]
-    arms: dict[str, _Arm] = {}
-    result: dict[str, RunCost] = {}
-    for run in runs:
-        span = rows.spans[run]
-        arrays = staged.fetch(run)
-        if not (np.array_equal(rows.columns["sid"][span], arrays.sid)
-                and np.array_equal(rows.columns["epoch"][span], arrays.epoch)):  # fmt: skip
-            raise InputError(
-                f"the cost rows of run '{run}' do not line up with its scored rows",
-                hint="Report this as a bug in calipers, with the command.",
-            )
-        cost = as_floats(rows.columns["cost"])[span]  # NULL → NaN, never 0
-        grader = (
-            as_floats(rows.columns["grader"])[span]
-            if "grader" in rows.columns
-            else np.full(cost.size, np.nan)
-        )
-        arm = _arm(staged, run, _nan(cost), _nan(grader), cluster)
-        arms[run] = arm
-        refusal = None
-        if arm.missing_cost:
-            refusal = (
-                f"{arm.missing_cost} scored observation(s) of '{run}' have no cost_usd: a "
-                "missing cost is not 0, so no cost figure is given (add the cost, or leave "
-                "those samples out of the run)"
-            )
-        if arm.unscored_with_cost:
-            notes.append(
-                f"{run}: {arm.unscored_with_cost} observation(s) with a cost but no outcome are "
-                "left out of both sums (a missing outcome is not a failure)"
-            )
-        figures = None
-        tasks: dict[str, CostFigures] = {}
-        if refusal is None:
-            every = np.ones(arm.sid.size, dtype=bool)
-            figures = _figures(arm, every, confidence_level, per_solved)
-            if len(staged.tasks) > 1:
-                for code, name in enumerate(staged.tasks):
-                    keep = arm.task == code
-                    if keep.any():
-                        tasks[name] = _figures(arm, keep, confidence_level, per_solved)
-        result[run] = RunCost(run, figures, refusal, arm.grader_cost, arm.grader_rows, tasks)
+    made = cost_runs(staged, samples, runs, cluster=cluster, confidence_level=confidence_level,
+                     label=label)  # fmt: skip
+    arms, result, notes, outcome = made.arms, made.runs, made.notes, made.outcome
     pairs = [
         _pair(arms[control], arms[t], control, t, result, pair_confidence_level,
               value_per_solved)
@@ -478,3 +432,77 @@ def _pair(
         except NoInterval as exc:
             pair.net_refusal = exc.reason
     return pair
+
+
+@dataclass
+class CostRuns:
+    """Each run's aligned per-sample costs and outcomes (`_Arm`) and cost figures."""
+
+    outcome: str  # "solved item" or "unit of <metric>"
+    per_solved: bool  # whether cost per unit of the outcome means something (scale from 0)
+    arms: dict[str, _Arm]
+    runs: dict[str, RunCost]
+    notes: list[str]
+
+
+def cost_runs(
+    staged: StagedScores,
+    samples: SampleSet,
+    runs: list[str],
+    *,
+    cluster: str,
+    confidence_level: float,
+    label: str = "composite",
+) -> CostRuns:
+    """Each run's per-sample cost and outcome and its cost per solved item (refused, saying how
+    many, when a scored observation has no cost_usd)."""
+    expressions = {"cost": "cost_usd::DOUBLE"}
+    if "grader_cost_usd" in _columns(samples):
+        expressions["grader"] = "grader_cost_usd::DOUBLE"
+    rows = stage_rows(samples, runs, expressions)
+    outcome = _outcome_name(staged, runs, label)
+    per_solved, why_not = _per_solved_meaning(staged, runs, label)
+    notes = [] if per_solved else [why_not]
+    arms: dict[str, _Arm] = {}
+    result: dict[str, RunCost] = {}
+    for run in runs:
+        span = rows.spans[run]
+        arrays = staged.fetch(run)
+        if not (np.array_equal(rows.columns["sid"][span], arrays.sid)
+                and np.array_equal(rows.columns["epoch"][span], arrays.epoch)):  # fmt: skip
+            raise InputError(
+                f"the cost rows of run '{run}' do not line up with its scored rows",
+                hint="Report this as a bug in calipers, with the command.",
+            )
+        cost = as_floats(rows.columns["cost"])[span]  # NULL → NaN, never 0
+        grader = (
+            as_floats(rows.columns["grader"])[span]
+            if "grader" in rows.columns
+            else np.full(cost.size, np.nan)
+        )
+        arm = _arm(staged, run, _nan(cost), _nan(grader), cluster)
+        arms[run] = arm
+        refusal = None
+        if arm.missing_cost:
+            refusal = (
+                f"{arm.missing_cost} scored observation(s) of '{run}' have no cost_usd: a "
+                "missing cost is not 0, so no cost figure is given (add the cost, or leave "
+                "those samples out of the run)"
+            )
+        if arm.unscored_with_cost:
+            notes.append(
+                f"{run}: {arm.unscored_with_cost} observation(s) with a cost but no outcome are "
+                "left out of both sums (a missing outcome is not a failure)"
+            )
+        figures = None
+        tasks: dict[str, CostFigures] = {}
+        if refusal is None:
+            every = np.ones(arm.sid.size, dtype=bool)
+            figures = _figures(arm, every, confidence_level, per_solved)
+            if len(staged.tasks) > 1:
+                for code, name in enumerate(staged.tasks):
+                    keep = arm.task == code
+                    if keep.any():
+                        tasks[name] = _figures(arm, keep, confidence_level, per_solved)
+        result[run] = RunCost(run, figures, refusal, arm.grader_cost, arm.grader_rows, tasks)
+    return CostRuns(outcome, per_solved, arms, result, notes)
