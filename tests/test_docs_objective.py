@@ -35,3 +35,10 @@ def test_hand_arithmetic_in_the_doc() -> None:
     assert v1 == pytest.approx(0.825)
     assert v2 == pytest.approx(0.9692, abs=5e-5)
     assert "delta +0.144" in DOC.read_text() and f"{v2 - v1:+.3f}" == "+0.144"
+
+
+def test_doc_cost_example_is_what_the_code_prints() -> None:
+    """docs/objective.md, the cost beside the leaderboard: exactly what the code prints."""
+    import doc_examples
+
+    assert doc_examples.example_block("objective", "cost") == load_example().cost()

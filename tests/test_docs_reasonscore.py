@@ -137,3 +137,10 @@ def test_reports_validate_against_the_published_schema(
     jsonschema.validate(report, schema)
     assert report["runs"]["m"]["score_per_token"] is None
     assert main(["schema", "--report", "nope"]) == 1
+
+
+def test_doc_cost_example_is_what_the_code_prints() -> None:
+    """docs/reasonscore.md, the cost beside the leaderboard: exactly what the code prints."""
+    import doc_examples
+
+    assert doc_examples.example_block("reasonscore", "cost") == load_example().cost()

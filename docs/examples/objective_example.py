@@ -2,6 +2,7 @@
 
     python docs/examples/objective_example.py write    # writes objective.jsonl from the rules below
     python docs/examples/objective_example.py render   # prints the doc's output, from the code
+    python docs/examples/objective_example.py cost     # prints the doc's cost example
 
 tests/test_docs_objective.py checks that the doc shows exactly what `render` prints.
 """
@@ -90,9 +91,33 @@ def render() -> str:
     return "```text\n" + "\n".join(lines) + "\n```\n"
 
 
+def cost() -> str:
+    """docs/objective.md, "Cost beside the composite": the demo's `boolean` and `dates` tasks
+    scored with a baseline and --margin 0.03, as the terminal shows them (120 columns)."""
+    import pandas as pd
+    from rich.console import Console
+
+    import calipers
+    from calipers.demo.synthetic import DEMO_SEED, generate_samples
+    from calipers.schemes import get_scheme
+
+    rows = pd.DataFrame(list(generate_samples(seed=DEMO_SEED)))
+    rows = rows[rows["task"].isin(["boolean", "dates"])]
+    out = io.StringIO()
+    console = Console(file=out, width=120, color_system=None, force_terminal=False)
+    console.print("$ calipers score demo-boolean-dates.jsonl --scheme objective --baseline "
+                  "atlas-small --margin 0.03", highlight=False)  # fmt: skip
+    result = calipers.score(rows, "objective", baseline="atlas-small", margin=0.03)
+    get_scheme("objective").terminal(result, console)
+    text = "\n".join(line.rstrip() for line in out.getvalue().splitlines())
+    return f"```text\n{text}\n```\n"
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["write"]:
         DATA.write_text("".join(json.dumps(r) + "\n" for r in samples()))
+    elif sys.argv[1:] == ["cost"]:
+        sys.stdout.write(cost())
     elif sys.argv[1:] == ["render"]:
         print(render(), end="")
     else:

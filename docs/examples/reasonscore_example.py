@@ -4,6 +4,7 @@
                                                          # reasonscore_groups.jsonl from GROUPS
     python docs/examples/reasonscore_example.py render   # prints the doc's tables, from the code
     python docs/examples/reasonscore_example.py groups   # prints the doc's grouped leaderboard
+    python docs/examples/reasonscore_example.py cost     # prints the doc's cost example
 
 tests/test_docs_reasonscore.py checks that the doc shows exactly what `render` prints.
 """
@@ -165,11 +166,35 @@ def render() -> str:
     return "\n".join(out) + "\n"
 
 
+def cost() -> str:
+    """docs/reasonscore.md, "Cost beside the leaderboard": `calipers leaderboard` on the demo's
+    samples with --margin 0.03, as the terminal shows it (120 columns)."""
+    import io
+
+    import pandas as pd
+    from rich.console import Console
+
+    import calipers
+    from calipers.demo.synthetic import DEMO_SEED, generate_samples
+    from calipers.schemes import get_scheme
+
+    rows = pd.DataFrame(list(generate_samples(seed=DEMO_SEED)))
+    out = io.StringIO()
+    console = Console(file=out, width=120, color_system=None, force_terminal=False)
+    console.print("$ calipers leaderboard .calipers/demo/samples.jsonl --margin 0.03",
+                  highlight=False)  # fmt: skip
+    get_scheme("reasonscore").terminal(calipers.score(rows, "reasonscore", margin=0.03), console)
+    text = "\n".join(line.rstrip() for line in out.getvalue().splitlines())
+    return f"```text\n{text}\n```\n"
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["write"]:
         write()
     elif sys.argv[1:] == ["render"]:
         sys.stdout.write(render())
+    elif sys.argv[1:] == ["cost"]:
+        sys.stdout.write(cost())
     elif sys.argv[1:] == ["groups"]:
         sys.stdout.write(groups())
     else:

@@ -15,6 +15,7 @@ from calipers.cli.data import print_warnings
 from calipers.cli.main import cli, stdout_console
 from calipers.cli.options import (
     FINITE,
+    FiniteRange,
     LocalPath,
     as_option,
     bootstrap_options,
@@ -92,7 +93,16 @@ def _open(
 
 
 def reasonscore_options(func: Any) -> Any:
-    """`--z` and `--tier-order`, for score and leaderboard."""
+    """`--z`, `--tier-order` and `--margin`, for score and leaderboard."""
+    func = click.option(
+        "--margin",
+        type=FiniteRange(min=0, max=1, min_open=True),
+        default=None,
+        metavar="DELTA",
+        help="reasonscore, objective: beside each run's cost per solved item, label the "
+        "cheapest run shown within DELTA of the best (simultaneous bounds, as `rank --cost`; "
+        "docs/cost.md). Needs cost_usd.",
+    )(func)
     func = click.option(
         "--tier-order",
         default=None,
@@ -204,6 +214,7 @@ def _reading(scheme: str) -> Callable[..., str] | None:
 @bootstrap_options
 @json_option
 @html_option
+@markdown_option
 @quiet_option
 @db_option
 def leaderboard(
@@ -214,6 +225,7 @@ def leaderboard(
     column_map: str | None,
     json_out: str | None,
     html_out: Path | None,
+    markdown_out: str | None,
     db: Path,
     **params: Any,
 ) -> None:
@@ -242,6 +254,8 @@ def leaderboard(
         html_out=html_out,
         page=score_page,
         show=lambda console: scheme.leaderboard_terminal(result, console),
+        markdown_out=markdown_out,
+        markdown=score_markdown,
     )
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from calipers.render import cost as cost_text
+from calipers.render import cost_leaderboard
 from calipers.render.changes import FLIPS_SHOWN, flips_markdown, tasks_markdown
 from calipers.render.json_report import clean, write_report_text
 from calipers.render.markdown_text import bounds as _bounds
@@ -368,7 +369,7 @@ def score_markdown(report: Mapping[str, Any], *, reading: Callable[..., str] | N
         lines += _robustness_runs(report, reading)
     elif render is not None:
         lines += render(report, runs)
-        lines += _agreement_rows(runs)
+        lines += _agreement_rows(runs) + cost_leaderboard.markdown_lines(report)
     else:
         lines += [f"Runs: {', '.join(escape(r) for r in runs) or 'none'}."]
     params = report.get("parameters") or {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from calipers.render import cost_leaderboard
 from calipers.render import plots as draw
 from calipers.render.html import render
 from calipers.render.json_report import clean
@@ -24,7 +25,8 @@ def objective_section(report: dict[str, Any]) -> dict[str, Any]:
             },
             title="composite per task", ylabel="composite",
         )  # fmt: skip
-    return {"kind": "objective", "report": report, "plots": plots}
+    return {"kind": "objective", "report": report, "plots": plots,
+            **cost_leaderboard.page_context(report)}  # fmt: skip
 
 
 def objective_compare_page(report: dict[str, Any]) -> str:

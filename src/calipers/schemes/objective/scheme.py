@@ -12,9 +12,11 @@ from calipers.data.sampleset import SampleSet
 from calipers.errors import InputError
 from calipers.schemes.base import BootstrapOptions, Scheme, SchemeOptions
 from calipers.schemes.objective import html, scoring, terminal
+from calipers.schemes.objective.costs import objective_cost
 from calipers.schemes.objective.scoring import COST_WEIGHT, W_JUDGE, W_OBJ, ObjectiveResult
 from calipers.schemes.objective.verdict import compare_objective, load_settings
 from calipers.schemes.registry import register
+from calipers.stats import DEFAULT_SEED
 from calipers.verdicts.base import Comparison
 
 if TYPE_CHECKING:
@@ -39,6 +41,9 @@ class ObjectiveOptions(SchemeOptions):
     w_obj: float = Field(default=W_OBJ, gt=0, allow_inf_nan=False)
     w_judge: float = Field(default=W_JUDGE, ge=0, allow_inf_nan=False)
     cost_weight: float = Field(default=COST_WEIGHT, ge=0, allow_inf_nan=False)
+    # with cost_usd: label the cheapest run shown within this margin of the best (on base)
+    margin: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
+    seed: int = Field(default=DEFAULT_SEED, ge=0)  # the labels' bootstrap
 
 
 @register
@@ -53,7 +58,15 @@ class ObjectiveScheme(Scheme):
     compare_report_schema = "objective-compare"
 
     def compute(self, samples: SampleSet, options: ObjectiveOptions) -> ObjectiveResult:
-        return scoring.score_samples(samples, options, name=self.name)
+        """The composites, and beside them the cost per unit of base (`costs`)."""
+        result = scoring.score_samples(samples, options, name=self.name)
+        weights = scoring.Weights(options.w_obj, options.w_judge, options.cost_weight)
+        result.cost = objective_cost(
+            samples, list(result.tasks), weights, margin=options.margin, seed=options.seed
+        )
+        if options.margin is not None:
+            result.parameters["margin"] = options.margin
+        return result
 
     def terminal(self, result: Any, console: Console, *, detail: bool = False) -> None:
         terminal.task_scores(result, console)

@@ -36,6 +36,8 @@ from calipers.schemes.base import SchemeResult
 if TYPE_CHECKING:
     import pandas as pd
 
+    from calipers.verdicts.cost_leaderboard import LeaderboardCost
+
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -200,14 +202,7 @@ def stage_tasks(
     samples: SampleSet, runs: list[str], weights: Weights
 ) -> tuple[dict[str, dict[str, TaskSamples]], list[str]]:
     """Per run and task, the samples' obj01, base and cost metrics; and notes."""
-    placeholders = ", ".join("?" for _ in runs)
-    sql = _STAGE_SQL.format(
-        relation=samples.relation,
-        where=f"WHERE run IN ({placeholders})",
-        lo=JUDGE_SCALE[0],
-        hi=JUDGE_SCALE[1],
-    )
-    rows = samples.con.execute(sql, runs).fetchall()
+    rows = staged_rows(samples, runs)
     grouped: dict[str, dict[str, list[tuple[Any, ...]]]] = {r: {} for r in runs}
     for row in rows:
         grouped[row[0]].setdefault(row[1], []).append(row)
@@ -231,8 +226,24 @@ def _where(row: tuple[Any, ...]) -> str:
     return f"(run={row[0]}, task={row[1]}, sample_id={row[2]}, epoch={row[3]})"
 
 
-def _task_samples(rows: list[tuple[Any, ...]], weights: Weights, origin: str) -> TaskSamples:
-    """The rows (ordered by sample_id, epoch) scored, then each sample's epochs averaged."""
+def staged_rows(samples: SampleSet, runs: list[str]) -> list[tuple[Any, ...]]:
+    """One row per observation of `runs` (run, task, sample_id, epoch, then what scoring reads),
+    ordered by run, task, sample_id, epoch."""
+    placeholders = ", ".join("?" for _ in runs)
+    sql = _STAGE_SQL.format(
+        relation=samples.relation,
+        where=f"WHERE run IN ({placeholders})",
+        lo=JUDGE_SCALE[0],
+        hi=JUDGE_SCALE[1],
+    )
+    return samples.con.execute(sql, runs).fetchall()
+
+
+def row_scores(
+    rows: list[tuple[Any, ...]], weights: Weights, origin: str
+) -> tuple[FloatArray, FloatArray, npt.NDArray[np.bool_], FloatArray, int, dict[str, FloatArray]]:
+    """Each row (of `staged_rows`) scored: obj01, judge01 (where judged), whether judged, base,
+    the failed judgments, and the cost metrics (NaN where absent)."""
     n = len(rows)
     objective, judge, base = np.empty(n), np.zeros(n), np.empty(n)
     has_judge = np.zeros(n, dtype=bool)
@@ -258,6 +269,13 @@ def _task_samples(rows: list[tuple[Any, ...]], weights: Weights, origin: str) ->
         for metric, value in zip(COST_METRICS, row[9:], strict=True):
             if value is not None:
                 cost[metric][i] = float(value)
+    return objective, judge, has_judge, base, failed, cost
+
+
+def _task_samples(rows: list[tuple[Any, ...]], weights: Weights, origin: str) -> TaskSamples:
+    """The rows (ordered by sample_id, epoch) scored, then each sample's epochs averaged."""
+    objective, judge, has_judge, base, failed, cost = row_scores(rows, weights, origin)
+    n = len(rows)
     ids = [row[2] for row in rows]
     codes = np.cumsum([True] + [a != b for a, b in zip(ids[1:], ids[:-1], strict=True)]) - 1
     judged = np.bincount(codes, weights=has_judge.astype(np.float64)) > 0
@@ -321,6 +339,8 @@ class ObjectiveResult(SchemeResult):
     """Every run's task scores; cost adjustments against `parameters["baseline"]` when given."""
 
     tasks: dict[str, dict[str, TaskScore]] = field(default_factory=dict)  # run → task → score
+    # cost per unit of base beside the composite (`costs.objective_cost`); None: not made
+    cost: LeaderboardCost | None = None
 
     def to_dict(self) -> dict[str, Any]:
         body = self.header()
@@ -328,10 +348,13 @@ class ObjectiveResult(SchemeResult):
             run: {
                 "n_tasks": len(tasks),
                 "mean_composite": float(np.mean([t.composite for t in tasks.values()])),
+                "mean_base": float(np.mean([t.base for t in tasks.values()])),
                 "tasks": [t.to_dict() for t in tasks.values()],
             }
             for run, tasks in self.tasks.items()
         }
+        if self.cost is not None:
+            body["cost"] = self.cost.to_dict()
         return body
 
     def to_frame(self, level: str = "task") -> pd.DataFrame:
@@ -383,7 +406,7 @@ def score_samples(samples: SampleSet, options: Any, *, name: str) -> ObjectiveRe
     staged, notes = stage_tasks(samples, runs, weights)
     if baseline is None:
         notes.append("no baseline run given: cost adjustments are 0 (give --baseline RUN)")
-    parameters = {"baseline": baseline, **weights.__dict__}
+    parameters: dict[str, Any] = {"baseline": baseline, **weights.__dict__}
     return ObjectiveResult(
         name,
         parameters,

@@ -3,9 +3,13 @@ of per-task deltas, and the hard regressions."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from rich.console import Console
 from rich.table import Table
 
+from calipers.render import cost_leaderboard as costs
 from calipers.render.terminal import notes as print_notes
 from calipers.render.terminal import num
 from calipers.render.text import escape
@@ -59,17 +63,50 @@ def comparison(result: ObjectiveComparison, console: Console) -> None:
 
 
 def task_scores(result: ObjectiveResult, console: Console) -> None:
-    """Per run, each task's objective, judge, cost adjustment and composite."""
+    """Per run, each task's objective, judge, cost adjustment and composite, and beside them the
+    cost per unit of base; then the runs' composite, base and cost with the labels."""
+    report = {"cost": result.cost.to_dict()} if result.cost is not None else {}
+    cost = costs.shown(report)
     for run, tasks in result.tasks.items():
         table = Table(
             title=f"{escape(run)}: objective composite", title_justify="left", pad_edge=False
         )
         for name in ("task", "n", "objective", "judge", "cost adj", "composite"):
             table.add_column(name, justify="left" if name == "task" else "right", overflow="fold")
+        if cost is not None:
+            table.add_column(escape(costs.column(cost)), justify="right", overflow="fold")
         for t in tasks.values():
-            table.add_row(
+            cells = [
                 escape(t.task), str(t.n), num(t.objective, ".3f"), num(t.judge, ".3f"),
                 _signed(t.cost_adjustment), num(t.composite, ".3f"),
-            )  # fmt: skip
+            ]  # fmt: skip
+            if cost is not None:
+                cells.append(escape(costs.task_cell(cost, run, t.task)))
+            table.add_row(*cells)
         console.print(table)
+    if cost is not None:
+        runs(result, cost, console)
+    costs.print_sentences(report, console)
     print_notes(result.notes, console)
+
+
+def runs(result: ObjectiveResult, cost: Mapping[str, Any], console: Console) -> None:
+    """The runs side by side: the mean composite (cost adjustment in it), the mean base (no
+    cost), the cost per unit of base with its interval, and the label when a margin was given."""
+    table = Table(title="cost beside the composite", title_justify="left", pad_edge=False)
+    header = ["run", "composite (with cost adj)", "base (no cost)", costs.column(cost)]
+    header += ["cost label"] if costs.labelled(cost) else []
+    for name in header:
+        table.add_column(escape(name), justify="left" if name in ("run", "cost label")
+                         else "right", overflow="fold")  # fmt: skip
+    for run, tasks in result.tasks.items():
+        scores = list(tasks.values())
+        cells = [
+            escape(run), num(sum(t.composite for t in scores) / len(scores), ".3f"),
+            num(sum(t.base for t in scores) / len(scores), ".3f"),
+            escape(costs.run_cell(cost, run)),
+        ]  # fmt: skip
+        if costs.labelled(cost):
+            cells.append(escape(costs.label_cell(cost, run)))
+        table.add_row(*cells)
+    console.print(table)

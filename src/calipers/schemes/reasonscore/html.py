@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from calipers.render import cost_leaderboard
 from calipers.render import plots as draw
 from calipers.schemes.reasonscore.ordering import RULES, describe_shared, natural_key
 
@@ -64,6 +65,7 @@ def reasonscore_section(report: dict[str, Any]) -> dict[str, Any]:
         "groups": groups,
         "tiers": tiers,
         "tier_rule": RULES.get(rule, rule),
+        **cost_leaderboard.page_context(report),
     }
 
 

@@ -24,6 +24,8 @@ class ReasonScoreOptions(SchemeOptions):
     seed: int = Field(default=DEFAULT_SEED, ge=0)  # the rank intervals' bootstrap
     # tiers easiest first ("easy,medium,hard" or a list); None: the rules of `ordering`
     tier_order: tuple[str, ...] | None = None
+    # with cost_usd: label the cheapest run shown within this margin of the best (`correct`)
+    margin: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
 
     @field_validator("tier_order", mode="before")
     @classmethod

@@ -45,6 +45,8 @@ from calipers.stats import geometric_mean, wilson_interval
 if TYPE_CHECKING:
     import pandas as pd
 
+    from calipers.verdicts.cost_leaderboard import LeaderboardCost
+
 TASK_FLOOR = 0.01
 DEFAULT_LABEL = "default"
 
@@ -162,6 +164,8 @@ class ReasonScoreResult(SchemeResult):
     tier_order_rule: str = "vocabulary"  # given, vocabulary, numeric or observed
     # each group's rank intervals, by its runs' names (sorted)
     group_ranks: dict[tuple[str, ...], dict[str, Any]] = field(default_factory=dict)
+    # cost per solved item beside the leaderboard (`costs.reasonscore_cost`); None: not made
+    cost: LeaderboardCost | None = None
 
     def groups(self) -> list[RunGroup]:
         """The runs in groups of comparable runs (the same (tier, task) pairs), each ranked by
@@ -240,6 +244,8 @@ class ReasonScoreResult(SchemeResult):
         body["tier_order"] = list(self.tier_order)
         body["tier_order_rule"] = self.tier_order_rule
         body["groups"] = [g.to_dict() for g in self.groups()]
+        if self.cost is not None:
+            body["cost"] = self.cost.to_dict()
         return body
 
     def to_frame(self, level: str = "task") -> pd.DataFrame:
@@ -424,6 +430,15 @@ def score_samples(samples: SampleSet, options: Any, *, name: str) -> ReasonScore
     _order_tiers(result, given)
     groups = result.groups()
     _rank_groups(samples, result, groups, z, getattr(options, "seed", None))
+    from calipers.schemes.reasonscore.costs import reasonscore_cost
+
+    margin = getattr(options, "margin", None)
+    result.cost = reasonscore_cost(
+        samples, [[r.run for r in g.runs] for g in groups], margin=margin,
+        seed=int(getattr(options, "seed", None) or 0),
+    )  # fmt: skip
+    if margin is not None:
+        parameters["margin"] = margin
     if len(groups) > 1:
         result.notes.append(
             f"runs do not all cover the same (tier, task) pairs: they are ranked in {len(groups)} "

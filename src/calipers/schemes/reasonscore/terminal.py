@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
+from calipers.render import cost_leaderboard as costs
 from calipers.render.terminal import notes, num
 from calipers.render.text import escape
 from calipers.schemes.reasonscore.ordering import RULES
@@ -20,6 +21,8 @@ def reasonscore_leaderboard(result: ReasonScoreResult, console: Console) -> None
     pairs), with each tier's ReasonScore, easiest tier first; a run alone in its group is shown
     unranked."""
     groups = result.groups()
+    report = {"cost": result.cost.to_dict()} if result.cost is not None else {}
+    cost = costs.shown(report)
     for number, group in enumerate(groups, start=1):
         heading = "[bold]ReasonScore leaderboard[/]"
         if len(groups) > 1:
@@ -32,11 +35,16 @@ def reasonscore_leaderboard(result: ReasonScoreResult, console: Console) -> None
         console.print(heading, highlight=False)
         table = Table(pad_edge=False)
         table.add_column("#", justify="right")
-        table.add_column("run", overflow="fold")
+        longest = max((len(r.run) for r in group.runs), default=3)
+        table.add_column("run", overflow="fold", min_width=min(30, longest))  # names stay whole
         for tier in group.shared.tiers:
             table.add_column(escape(tier), justify="right")
         table.add_column("output tokens", justify="right")
         table.add_column("score/token", justify="right")
+        if cost is not None:
+            table.add_column(escape(costs.column(cost)), justify="right", overflow="fold")
+            if costs.labelled(cost) and group.ranked:
+                table.add_column("cost label", overflow="fold")
         bounds = {r["run"]: r for r in (group.ranks or {}).get("runs", [])}
         for rank, run in enumerate(group.runs, start=1):
             shown = str(rank) if group.ranked else "—"
@@ -49,6 +57,10 @@ def reasonscore_leaderboard(result: ReasonScoreResult, console: Console) -> None
                 t = run.tiers.get(tier)
                 cells.append(num(t.score if t else None, ".0f"))
             cells += [num(run.avg_tokens, ".0f"), num(run.score_per_token, ".4f")]
+            if cost is not None:
+                cells.append(escape(costs.run_cell(cost, run.run)))
+                if costs.labelled(cost) and group.ranked:
+                    cells.append(escape(costs.label_cell(cost, run.run)))
             table.add_row(*cells)
         console.print(table)
         if group.ranks:
@@ -68,6 +80,7 @@ def reasonscore_leaderboard(result: ReasonScoreResult, console: Console) -> None
             f"tiers easiest first ({escape(rule)}): {escape(', '.join(result.tier_order))}",
             highlight=False,
         )
+    costs.print_sentences(report, console)
     notes(result.notes, console)
 
 
