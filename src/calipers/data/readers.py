@@ -17,7 +17,7 @@ from pathlib import Path
 
 import duckdb
 
-from calipers.data import diagnose, guards, strict_values
+from calipers.data import diagnose, fast_jsonl, guards, strict_values
 from calipers.data.files import open_bytes, sql_literal, sql_name
 from calipers.data.mapping import (
     constants_of,
@@ -422,6 +422,10 @@ _OBJECT_SIZES = (16 << 20, 64 << 20, 256 << 20, 1 << 30)
 
 
 def _stage_jsonl(con: duckdb.DuckDBPyConnection, table: str, path: Path, run: str | None) -> None:
+    # the fast path takes only what the strict one takes, with the same values; anything else
+    # (an error among them) is staged again here, which keeps every refusal as it was
+    if fast_jsonl.stage(con, table, path, run, object_size=_OBJECT_SIZES[0]):
+        return
     for size in _OBJECT_SIZES:
         try:
             create_within_memory(con, table, _jsonl_select(path, run, object_size=size), path)

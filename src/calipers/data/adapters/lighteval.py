@@ -26,9 +26,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from calipers.data import jsontext
 from calipers.data.adapters import lighteval_left
 from calipers.data.adapters.unimported import Unimported
@@ -43,6 +40,11 @@ _HINT = "Pass what `lighteval … --save-details --output-dir OUT` wrote: OUT, a
 
 
 def _is_details(path: Path) -> bool:
+    # pyarrow here, not at the top: every `calipers import` loads this module, and pyarrow's
+    # import took 0.3–0.6 s of a JSON Lines import that never needs it
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     try:
         return set(pq.read_schema(path).names) >= _COLUMNS
     except (OSError, ValueError, pa.ArrowException):
@@ -140,6 +142,9 @@ def run_name(details: Path) -> str:
 def _file_rows(
     path: Path, notes: Notes, left: Unimported, corpus: dict[tuple[str, str], str]
 ) -> list[dict[str, Any]]:
+    import pyarrow as pa  # see _is_details
+    import pyarrow.parquet as pq
+
     try:
         table = pq.read_table(path)
     except (OSError, ValueError, pa.ArrowException) as exc:
