@@ -61,11 +61,13 @@ against a 10⁶-item Monte Carlo of the same model. The **MDE alternative** shif
 that the true difference equals the median MDE the engine reported over the null reps (the shift
 found by bisection on the truth function).
 
-**Bounds.** The engine is given the scale's bounds where `calipers compare` would have them
-without being told — pass/fail (binary, rare: every value 0 or 1) and the layered scheme (1–5) —
-and nowhere else: the judge and continuous kinds stand for a metric named `value`, unbounded
-unless the user declares bounds. Cells of the families group declare their scale's bounds as
-`--bounds` does, except the heavy-tailed model without a cap, which has none.
+**Bounds.** The engine is given the scale's bounds where `calipers compare` would have them:
+pass/fail (binary, rare: every value 0 or 1), the layered scheme (1–5), the judge kind (a 1–5 judge
+scale, declared by the judge's scheme) and the continuous kind (a 0–1 metric, a proportion by name
+or `--bounds 0,1`). Cells of the families group declare their scale's bounds as `--bounds` does,
+except the heavy-tailed model without a cap, which has none — and so, since issue 33's last step,
+gets no interval by default (no interval holds for every unbounded distribution; the cells measure
+that the refusal is stated and that no scale is read from the data).
 
 ### Families the harness was not built around
 
