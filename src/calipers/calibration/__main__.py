@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--full", action="store_true", help="the full grid (default)")
-    size.add_argument("--reduced", action="store_true", help="the reduced grid (~300 reps)")
+    size.add_argument("--reduced", action="store_true", help="the reduced grid (200 reps)")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument(
         "--seed", type=int, default=None,

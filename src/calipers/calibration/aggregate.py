@@ -21,8 +21,9 @@ A figure misses its target when it is worse than the target by more than `allowa
 standard errors (binomial, at the target, over the figure's trials), and by more than `noise`
 of them: a figure worse than its target by less than `noise` (2) standard errors is "within
 noise" — the reps are too few to tell it from the target — and marked so rather than failed.
-The full grid uses allowance 0; the reduced grid's 300 reps leave a correct engine ~1.6 standard
-errors from a 0.93 coverage target and ~0.8 from 0.06, so it allows 2. `strict` records whether
+The full grid uses allowance 0; the reduced grid's 200 reps (a check that nothing broke, in
+`make test`; the full grid is the measurement) leave a correct engine ~1.1 standard errors from a
+0.93 coverage target and ~0.6 from 0.06, so it allows 2. `strict` records whether
 the figure misses with no allowance at all.
 """
 

@@ -293,4 +293,4 @@ GROUPS = {"core": core_grid, "families": family_grid}
 _FAMILY_IDS = frozenset(c.id for c in family_grid())
 
 
-REDUCED_SETTINGS = Settings(reps_null=300, reps_alt=300)
+REDUCED_SETTINGS = Settings(reps_null=200, reps_alt=200)
