@@ -580,14 +580,21 @@ def interval_trace(
     done = 0
     for start in range(0, z.size, block):
         stop = min(z.size, start + block)
+        # the capitals are needed only after the units in `at`: sum the block's log-bets between
+        # those units (one pass, no running sum written per unit), then add the sums up
+        ends = ns[done:][ns[done:] <= stop] - start
+        cuts = np.unique(np.concatenate((ends, [stop - start])))
+        starts = np.concatenate(([0], cuts[:-1]))
         step = z[start:stop, None] - m[None, :]
         ups, downs = [], []
         for u, d, lam in zip(up, down, bets, strict=True):
             bet = lam[start:stop, None]
-            ups.append(u + np.cumsum(np.log1p(np.minimum(bet, cap_up) * step), axis=0))
-            downs.append(d + np.cumsum(np.log1p(-np.minimum(bet, cap_down) * step), axis=0))
+            gain = np.minimum(bet, cap_up) * step
+            ups.append(u + np.cumsum(np.add.reduceat(np.log1p(gain, out=gain), starts), axis=0))
+            loss = np.minimum(bet, cap_down) * -step
+            downs.append(d + np.cumsum(np.add.reduceat(np.log1p(loss, out=loss), starts), axis=0))
         while done < ns.size and ns[done] <= stop:
-            row = int(ns[done]) - start - 1
+            row = int(np.searchsorted(cuts, int(ns[done]) - start))
             lows[done], highs[done] = grid_interval(
                 m, _mean_log([u[row] for u in ups]), _mean_log([d[row] for d in downs]),
                 threshold, lo, hi,

@@ -254,8 +254,8 @@ class _Pair:
         elif made.decisive:
             # the decision is exact (the nulls are points of the grid); the interval it reports
             # is on the grid: once, at the stop, its ends are made exact, as a replay gives them
-            exact = _decision_at(self.plan, self.meta, np.array(self.base),
-                                 np.array(self.cand), self.n, False)  # fmt: skip
+            exact, _ = _decision_at(self.plan, self.meta, np.array(self.base),
+                                    np.array(self.cand), self.n, False)  # fmt: skip
             if exact.verdict == made.verdict and exact.margin == made.margin:
                 made = exact
         if made.decisive:
@@ -487,20 +487,26 @@ def _replayed(plan: Plan, meta: tuple[str, str, str | None], base: FloatArray,
         return outcome(plan, meta, base, cand, _Pair(plan, meta).look(), seen)
     run = replay(plan, base[None, :], cand[None, :], every=every)
     stop = int(run.stop[0])
-    decision = _decision_at(plan, meta, base, cand, stop if stop else end, bool(run.final[0]))
-    return outcome(plan, meta, base, cand, decision, seen)
+    decision, made = _decision_at(plan, meta, base, cand, stop if stop else end,
+                                  bool(run.final[0]))  # fmt: skip
+    # undecided at the last unit: the sequence's exact interval there is the report's last one
+    # (computed once — over 500,000 units each computation is a pass per root-finding step)
+    last = oriented(plan, made[0], made[1]) if made is not None and not stop else None
+    return outcome(plan, meta, base, cand, decision, seen, last=last)
 
 
 def _decision_at(plan: Plan, meta: tuple[str, str, str | None], base: FloatArray,
-                 cand: FloatArray, n: int, final: bool) -> PairDecision:  # fmt: skip
-    """The decision a look at unit n makes (the replay found where)."""
+                 cand: FloatArray, n: int, final: bool,
+                 ) -> tuple[PairDecision, tuple[float, float] | None]:  # fmt: skip
+    """The decision a look at unit n makes (the replay found where), and the sequence's exact
+    interval of the gain there (unoriented) where the look computed it."""
     if plan.design.kind in GROUP_KINDS:
         k = max((i for i, at in enumerate(plan.looks_at) if at <= n), default=None)
         if k is None:
-            return _nothing_yet(plan, meta, n, "repeated", 1.0 - plan.pair_alpha)
-        return _group_decision(plan, meta, base, cand, k)
+            return _nothing_yet(plan, meta, n, "repeated", 1.0 - plan.pair_alpha), None
+        return _group_decision(plan, meta, base, cand, k), None
     if final:
-        return _final_decision(plan, meta, base[:n], cand[:n])
+        return _final_decision(plan, meta, base[:n], cand[:n]), None
     # what a monitor would hold after n units, from the paths the replay computes, and the
     # interval's ends exact rather than on the grid
     gains = gains_of(plan, base[:n], cand[:n])
@@ -517,9 +523,10 @@ def _decision_at(plan: Plan, meta: tuple[str, str, str | None], base: FloatArray
         horizon=plan.horizon, truncation=plan.truncation,
     )  # fmt: skip
     counts = (int(np.sum(cand[:n] > base[:n])), int(np.sum(base[:n] > cand[:n])))
-    return _sequence_decision(
+    decision = _sequence_decision(
         plan, meta, n, ups, downs, (made.estimate, made.low, made.high), running, counts
     )
+    return decision, (made.low, made.high)
 
 
 def _result(design: SequentialDesign, plan: Plan, outcomes: list[PairOutcome],

@@ -3,12 +3,13 @@ last unit and the path drawn over n, each computed when first asked for.
 
 Why lazily. A sequential decision is final at its stop, and the stop is found by the replay
 over the nulls alone. The interval at the last unit and the path beyond the stop are the
-sequence over every unit seen — on a long run the dearest part of a report by far (2 × 500,000
-units: ~6 s for the last interval over the five horizons of the open-ended mixture, ~2 s for
-the path, against ~0.1 s for everything up to a stop at unit 2,651). So a report that does not
+sequence over every unit seen — on a long run the dearest part of a report (2 × 500,000 units:
+~0.5–1 s for the last interval over the five horizons of the open-ended mixture, ~1.4 s for the
+path, against ~0.1 s for everything up to a stop at unit 2,651). So a report that does not
 show them (`calipers watch` without `--full-path`) never computes them, and one that does
 (`compare --sequential`, `--full-path`, a Python caller reading `interval_at_last`) computes them
-exactly as before."""
+exactly as before. A pair undecided at its last unit has that interval from its decision's look
+already: it is not computed twice."""
 
 from __future__ import annotations
 
@@ -27,8 +28,8 @@ TRACE_CELLS = 3_000_000  # the trace's budget: ~0.15 s
 STOP_TRACE_CELLS = 1_000_000
 GRID_POINTS = 1001  # candidates of the grid behind a look's interval
 # The report's interval at the last unit: its ends to 2⁻²⁰ of the scale (a millionth: below any
-# digit shown) rather than betting_interval's 2⁻⁶⁰ — 4 rounds of its multisection an end instead
-# of 12, each over every unit seen.
+# digit shown) rather than betting_interval's 2⁻⁶⁰ — fewer root-finding steps, each a pass over
+# every unit seen.
 LAST_PRECISION = 2.0**-20
 TRACE_MIN_POINTS = 41  # the plot's grid for many units: 2.5% of the gain's range
 
@@ -49,11 +50,15 @@ class SequenceTrace:
     unit, `path(full=)` the interval after each look, to the last unit or to the stop. Each is
     computed once, when first read."""
 
-    def __init__(self, plan: Plan, gains: FloatArray, stop: int | None) -> None:
+    def __init__(self, plan: Plan, gains: FloatArray, stop: int | None,
+                 last: tuple[float | None, ...] | None = None) -> None:  # fmt: skip
         self.plan, self.gains, self.stop = plan, gains, stop
         self._last: tuple[float, float] | None = None
         self._paths: dict[bool, Path] = {}
         self._last_done = False
+        if last is not None:  # the decision's look already computed it, exactly
+            self._last = (float(last[0] or 0.0), float(last[1] or 0.0))
+            self._last_done = True
 
     def last(self) -> tuple[float, float] | None:
         if not self._last_done:
@@ -120,9 +125,11 @@ class SequenceTrace:
 
 
 def outcome(plan: Plan, meta: tuple[str, str, str | None], base: FloatArray, cand: FloatArray,
-            decision: PairDecision, seen: int) -> PairOutcome:  # fmt: skip
+            decision: PairDecision, seen: int,
+            last: tuple[float | None, ...] | None = None) -> PairOutcome:  # fmt: skip
     """A pair's outcome from its decision; its sequence past the decision is left to be
-    computed when read (`SequenceTrace`)."""
+    computed when read (`SequenceTrace`), but for `last`, the interval at the last unit where
+    the decision's look already has it (oriented)."""
     stop = decision.n if decision.decisive else None
     at_stop: tuple[float, float] | None = None
     if stop is not None and decision.low is not None and decision.high is not None:
@@ -132,5 +139,6 @@ def outcome(plan: Plan, meta: tuple[str, str, str | None], base: FloatArray, can
         saved = max(0, plan.design.n_planned - stop)
     return PairOutcome(
         meta[0], meta[1], meta[2], stop, decision, at_stop, seen, plan.design.n_planned, saved,
-        trace=SequenceTrace(plan, gains_of(plan, base, cand), stop), n_taken=int(base.size),
+        trace=SequenceTrace(plan, gains_of(plan, base, cand), stop, last),
+        n_taken=int(base.size),
     )  # fmt: skip
