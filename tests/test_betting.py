@@ -83,6 +83,37 @@ def made_low_null(x: np.ndarray) -> float:
     return betting_interval(x, bounds=(0, 1)).low
 
 
+@pytest.mark.parametrize("schedule", ["interval", "sequence"])
+def test_the_two_searches_find_the_same_ends(
+    schedule: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The multisection (short runs) and scipy's bracketing finder (long ones) find each end
+    to the last place of a double, and both ends lie outside the set the capital keeps."""
+    from calipers.stats import betting
+
+    rng = np.random.default_rng(11)
+    cases = [
+        (rng.integers(0, 2, 300).astype(float), (0.0, 1.0)),
+        (rng.beta(0.3, 3.0, 200), (0.0, 1.0)),
+        (rng.choice([-1.0, 0.0, 0.0, 0.0, 1.0], 500), (-1.0, 1.0)),
+    ]
+    for x, bounds in cases:
+        horizon = [16, 128] if schedule == "sequence" else None
+        monkeypatch.setattr(betting, "FINDER_CELLS", 10**12)
+        sections = betting_interval(x, bounds=bounds, schedule=schedule, horizon=horizon)
+        monkeypatch.setattr(betting, "FINDER_CELLS", 0)
+        found = betting_interval(x, bounds=bounds, schedule=schedule, horizon=horizon)
+        assert found.low == pytest.approx(sections.low, abs=4e-15)
+        assert found.high == pytest.approx(sections.high, abs=4e-15)
+        # each end is outside: the capital rejects it (p at most α, up to rounding)
+        for end in (found.low, found.high):
+            if bounds[0] < end < bounds[1]:
+                at = betting_interval(
+                    x, bounds=bounds, schedule=schedule, horizon=horizon, null_value=end
+                )
+                assert at.p_value <= 0.05 + 1e-9
+
+
 def test_values_outside_the_bounds_are_an_error_naming_the_fix() -> None:
     with pytest.raises(calipers.InputError, match="outside the declared bounds") as err:
         betting_interval(np.array([0.2, 1.4]), bounds=(0, 1))

@@ -212,12 +212,14 @@ def betting_interval(
         estimate,
         lower=True,
         precision=precision,
+        cells=z.size * len(streams),
     )
     high = _root(
         lambda m: math.log(1 - THETA) + log_k(m, up=False) - threshold,
         estimate,
         lower=False,
         precision=precision,
+        cells=z.size * len(streams),
     )
     p_value = 1.0
     if null_value is not None and lo <= null_value <= hi:
@@ -265,25 +267,56 @@ def _root(
     *,
     lower: bool,
     precision: float = 2.0**-BISECTION_STEPS,
+    cells: int = 0,
 ) -> float:
     """One end of the interval: `excess(m)` is < 0 inside the interval and monotone in m, so the
     lower end is searched on [0, estimate] and the upper one on [estimate, 1]; the point returned
-    is the outside end of the last bracket (outside by at most `precision`, or by a few units in
-    the last place where that is finer than a double resolves).
-
-    The search is scipy's bracketing root finder (Chandrupatla's: inverse quadratic steps,
-    bisection when they stall), one candidate an evaluation. Each evaluation costs a pass over
-    every value, so the number of them is what matters: 12–20 here, against 12 rounds × 31
-    candidates for the multisection used before — over 500,000 units × 5 horizons an end took
-    8 s, now ~0.3 s (issue 36's `watch` on an undecided pair)."""
+    is the last one found outside (outside by at most `precision`, or by a few units in the last
+    place where that is finer than a double resolves). `cells`: values × streams an evaluation
+    of `excess` passes over, which picks the search."""
     far = 0.0 if lower else 1.0
     ends = excess(np.array([far, estimate]))
     if ends[0] < 0:
         return far
     if not ends[1] < 0:  # only for pathological orders: the interval is the estimate
         return estimate
-    # imported here: scipy.optimize costs ~0.4 s to import, and most commands never search
-    from scipy.optimize.elementwise import find_root
+    if cells > FINDER_CELLS:
+        return _found(excess, far, estimate, precision)
+    return _multisection(excess, far, estimate, precision)
+
+
+# Two searches for one end, equal to a few units in the last place (tests/test_betting.py). A
+# multisection evaluates SECTIONS candidates a round in one matrix — 12 rounds to 2⁻⁶⁰ — cheap
+# while the values are few; scipy's bracketing finder (Chandrupatla's) evaluates one candidate a
+# step, 12–20 steps, and wins once an evaluation is a long pass: over 500,000 units × 5 horizons
+# an end took 8 s by multisection, 0.3 s by the finder (issue 36's `watch` on an undecided
+# pair). Below FINDER_CELLS the multisection also spares the ~0.5 s import of scipy.optimize.
+SECTIONS = 31
+FINDER_CELLS = 200_000
+
+
+def _multisection(
+    excess: Callable[[FloatArray], FloatArray], far: float, estimate: float, precision: float
+) -> float:
+    out, ins = far, estimate
+    while abs(ins - out) > precision:
+        grid = out + (ins - out) * np.arange(1, SECTIONS + 1) / (SECTIONS + 1)
+        inside = excess(grid) < 0
+        first = int(np.argmax(inside)) if inside.any() else SECTIONS
+        # the candidates run from the outside end towards the estimate: the last outside one and
+        # the first inside one bracket the end
+        new_out = out if first == 0 else float(grid[first - 1])
+        new_ins = ins if first == SECTIONS else float(grid[first])
+        if (new_out, new_ins) == (out, ins):
+            break
+        out, ins = new_out, new_ins
+    return out
+
+
+def _found(
+    excess: Callable[[FloatArray], FloatArray], far: float, estimate: float, precision: float
+) -> float:
+    from scipy.optimize.elementwise import find_root  # ~0.5 s: imported only when used
 
     def signed(m: FloatArray) -> FloatArray:
         # excess ≥ 0 is outside: an exact 0 becomes the smallest positive number, so that the
