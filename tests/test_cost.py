@@ -37,11 +37,11 @@ def lognormal_run(n: int, p: float, sigma: float, seed: int) -> tuple[np.ndarray
 
 
 def test_ratio_interval_agrees_with_scipy_bootstrap_at_large_n() -> None:
-    """The log-delta interval of mean cost / mean solved against scipy's BCa bootstrap of the
+    """The bootstrap-t interval of mean cost / mean solved against scipy's BCa bootstrap of the
     same ratio on the same data (8,000 items, lognormal costs, log sd 0.8): within 3%."""
     cost, solved = lognormal_run(8000, 0.4, 0.8, seed=1)
     ours = cost_per_solved(cost, solved)
-    assert ours.method == "log-delta"
+    assert ours.method == "bootstrap-t"
     ref = stats.bootstrap(
         (cost, solved),
         lambda c, s, axis=-1: c.mean(axis=axis) / s.mean(axis=axis),
@@ -56,9 +56,91 @@ def test_ratio_interval_agrees_with_scipy_bootstrap_at_large_n() -> None:
     assert ours.high == pytest.approx(ref.high, rel=0.03)
 
 
-def test_log_delta_is_the_hand_formula_with_clusters_and_epochs() -> None:
+def t_star(c: np.ndarray, a: np.ndarray, log_r_hat: float, axis: int = -1) -> np.ndarray:
+    """(log R* − log R̂)/se* written out for resamples along `axis`: R* = Σc*/Σa*,
+    se*² = G/(G − 1)·Σ(c*/Σc* − a*/Σa*)²."""
+    g = c.shape[axis]
+    total_c, total_a = c.sum(axis, keepdims=True), a.sum(axis, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        se = np.sqrt(g / (g - 1) * np.sum((c / total_c - a / total_a) ** 2, axis=axis))
+        ratio = np.squeeze(total_c, axis) / np.squeeze(total_a, axis)
+        return np.asarray((np.log(ratio) - log_r_hat) / se)
+
+
+def test_bootstrap_t_is_scipys_bootstrap_on_the_same_resamples() -> None:
+    """scipy.stats.bootstrap, given the same Generator, draws the same resamples of the units
+    (rng.integers(0, G, (B, G))); on them the t* written out here give the same quantiles and
+    interval as calipers' counted, vectorised draws — with clusters and epochs, on the units'
+    sums."""
+    rng = np.random.default_rng(21)
+    n_samples, epochs = 240, 2
+    sample = np.repeat(np.arange(n_samples), epochs)
+    group = sample // 3
+    cost = np.exp(-3 + 1.5 * rng.standard_normal(sample.size))
+    solved = (rng.random(sample.size) < 0.7).astype(float)
+    weights = np.full(sample.size, 1 / epochs)
+    made = cost_per_solved(cost, solved, clusters=group, weights=weights, rng=99,
+                           n_resamples=3000)  # fmt: skip
+    c_g = np.bincount(group, weights=cost * weights)
+    a_g = np.bincount(group, weights=solved * weights)
+    log_r = math.log(c_g.sum() / a_g.sum())
+    ref = stats.bootstrap((c_g, a_g), lambda c, a, axis=-1: t_star(c, a, log_r, axis),
+                          paired=True, vectorized=True, n_resamples=3000, method="percentile",
+                          rng=np.random.default_rng(99))  # fmt: skip
+    dist = ref.bootstrap_distribution
+    q_low = float(np.quantile(dist, 0.025, method="lower"))
+    q_high = float(np.quantile(dist, 0.975, method="higher"))
+    assert made.method == "bootstrap-t" and made.seed == 99 and made.n_resamples == 3000
+    assert made.t_quantiles == pytest.approx((q_low, q_high), rel=1e-9)
+    g = c_g.size
+    se = math.sqrt(g / (g - 1) * float(np.sum((c_g / c_g.sum() - a_g / a_g.sum()) ** 2)))
+    estimate = c_g.sum() / a_g.sum()
+    assert made.low == pytest.approx(estimate * math.exp(-q_high * se), rel=1e-9)
+    assert made.high == pytest.approx(estimate * math.exp(-q_low * se), rel=1e-9)
+    body = made.to_dict()
+    assert body["seed"] == 99 and body["n_resamples"] == 3000 and body["method"] == "bootstrap-t"
+
+
+def test_bootstrap_t_on_four_units_is_the_enumerated_bootstrap() -> None:
+    """Four units: the bootstrap's exact distribution is the 4⁴ = 256 equally likely ordered
+    draws, enumerated here; with 200,000 resamples calipers' t* quantiles are its exact
+    quantiles (the 7th and 250th of the 256 sorted t*: the cumulative shares 6/256 and 249/256
+    lie more than 4 Monte Carlo standard errors from 2.5% and 97.5%). A draw with nothing
+    solved has t* = +∞."""
+    import itertools
+
+    from calipers.stats.cost import log_ratio_t_quantiles
+
+    c = np.array([0.02, 0.05, 0.11, 0.40])
+    a = np.array([1.0, 0.0, 1.0, 1.0])
+    draws = np.array(list(itertools.product(range(4), repeat=4)))
+    exact = t_star(c[draws], a[draws], math.log(c.sum() / a.sum()))
+    exact = np.sort(np.where(np.isnan(exact), np.inf, exact))
+    q = log_ratio_t_quantiles(c[:, None], a[:, None], confidence_level=0.95,
+                              n_resamples=200_000, seed=5)[0]  # fmt: skip
+    assert q == pytest.approx((exact[6], exact[249]), rel=1e-12)
+
+
+def test_figures_on_the_same_units_share_one_draw() -> None:
+    """`per_solved_intervals` draws once per number of units: each figure is what its own call
+    with the same seed gives (a leaderboard's runs, a run's tasks)."""
+    from calipers.stats.cost import per_solved_intervals
+
+    runs = [lognormal_run(400, p, 1.2, seed=s) for s, p in ((1, 0.3), (2, 0.6), (3, 0.9))]
+    every = [*runs, lognormal_run(150, 0.5, 1.0, seed=4)]
+    batched = per_solved_intervals([unit_moments(c, s) for c, s in every], rng=17)
+    for (cost, solved), made in zip(every, batched, strict=True):
+        alone = cost_per_solved(cost, solved, rng=17)
+        assert made.method == alone.method == "bootstrap-t"
+        assert made.low == pytest.approx(alone.low, rel=1e-12)
+        assert made.high == pytest.approx(alone.high, rel=1e-12)
+        assert made.seed == alone.seed == 17
+
+
+def test_log_scale_se_is_the_hand_formula_with_clusters_and_epochs() -> None:
     """Epochs enter as their sample's means (weights 1/epochs), groups as units: the interval is
-    exp(log R ± t_{G−1}·se), se² = G/(G−1)·Σ(c_g/Σc − a_g/Σa)², computed here by hand."""
+    exp(log R − t*·se), se² = G/(G−1)·Σ(c_g/Σc − a_g/Σa)² computed here by hand, t* the
+    bootstrap-t quantiles (checked against scipy above)."""
     rng = np.random.default_rng(3)
     n_samples, epochs = 120, 3
     sample = np.repeat(np.arange(n_samples), epochs)
@@ -75,11 +157,14 @@ def test_log_delta_is_the_hand_formula_with_clusters_and_epochs() -> None:
     estimate = c_g.sum() / a_g.sum()
     u = c_g / c_g.sum() - a_g / a_g.sum()
     se = math.sqrt(g / (g - 1) * float(u @ u))
-    t = stats.t.ppf(0.975, g - 1)
+    assert made.t_quantiles is not None
+    q_low, q_high = made.t_quantiles
     assert made.estimate == pytest.approx(estimate, rel=1e-12)
-    assert made.low == pytest.approx(estimate * math.exp(-t * se), rel=1e-9)
-    assert made.high == pytest.approx(estimate * math.exp(t * se), rel=1e-9)
+    assert made.standard_error_log == pytest.approx(se, rel=1e-9)
+    assert made.low == pytest.approx(estimate * math.exp(-q_high * se), rel=1e-9)
+    assert made.high == pytest.approx(estimate * math.exp(-q_low * se), rel=1e-9)
     assert made.moments.n_units == g
+    assert made.critical_value == pytest.approx(stats.t.ppf(0.975, g - 1), rel=1e-9)
 
 
 def _hand_moments(dc: np.ndarray, da: np.ndarray) -> tuple[float, float, float, float, float]:
@@ -245,7 +330,8 @@ def test_compare_reports_cost_and_the_worth_it_gate(
     cost = report["cost"]
     assert report["gate"]["name"] == "worth-it" and report["gate"]["passed"]
     run = cost["runs"]["cheap"]
-    assert run["interval"]["method"] == "log-delta" and run["low"] < run["estimate"] < run["high"]
+    assert run["interval"]["method"] == "bootstrap-t" and run["low"] < run["estimate"] < run["high"]
+    assert run["interval"]["seed"] == report["parameters"]["seed"]  # the compare's, recorded
     assert run["grader_cost"] == pytest.approx(3.0)  # 300 × 0.01, apart from the system's
     assert run["total_cost"] < 300 * 0.05  # the graders' 0.01 each is not in it
     pair = cost["pairs"][0]
@@ -323,7 +409,8 @@ def test_the_study_runs_and_measures_what_it_says() -> None:
     truth = truths(CostCell(0.5, 1.0, 100))
     assert truth["cost_per_solved"] == pytest.approx(math.exp(-3 + 0.5) / 0.5, rel=1e-9)
     made = run_cell(CostCell(0.5, 1.0, 100), reps=60, seed=1, number=0)
-    assert made["reps"] == 60 and 0.8 <= made["coverage"]["log-delta"] <= 1.0
+    assert made["reps"] == 60 and 0.8 <= made["coverage"]["per_solved"] <= 1.0
+    assert 0.8 <= made["coverage"]["log-delta"] <= 1.0
     assert 0.8 <= made["coverage"]["net"] <= 1.0
 
 
@@ -334,6 +421,9 @@ def test_docs_show_what_the_code_prints() -> None:
     import doc_examples
 
     assert doc_examples.example_block("cost") == doc_examples.rendered("cost")
+    assert doc_examples.example_block("cost", "assistant") == doc_examples.rendered(
+        "cost", "assistant"
+    )
     assert doc_examples.example_block("cost", "coverage") == doc_examples.rendered(
         "cost", "coverage"
     )
@@ -341,3 +431,78 @@ def test_docs_show_what_the_code_prints() -> None:
 
     page = (doc_examples.ROOT / "docs" / "calibration.md").read_text()
     assert studies.cost_section(studies._load(studies.COST_JSON)) in page
+
+
+# ------------------------------------------------------------------ tokens and seconds
+
+
+def test_tokens_and_seconds_per_solved_beside_the_cost(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Tokens (tokens_in + tokens_out) and seconds (latency_s) per solved item by the cost's own
+    figures: the interval `cost_per_solved` gives on those values with the comparison's seed;
+    the graders' tokens never in them; a missing count refused, never 0."""
+    rows = priced_runs(200)
+    rng = np.random.default_rng(3)
+    for r in rows:
+        r.update(tokens_in=int(rng.integers(100, 200)), tokens_out=int(rng.integers(10, 400)),
+                 latency_s=float(rng.uniform(0.5, 3.0)), grader_tokens_in=5_000,
+                 grader_tokens_out=500)  # fmt: skip
+    del rows[1]["tokens_out"]  # one observation of 'dear' has no output count
+    path = write_jsonl(tmp_path / "runs.jsonl", rows)
+    out = tmp_path / "c.json"
+    code = main(compare(path, "--seed", "5", "--json", str(out), "--markdown",
+                        str(tmp_path / "c.md"), "--html", str(tmp_path / "c.html")))  # fmt: skip
+    assert code == 0
+    assert "tokens (tokens_in + tokens_out)" in capsys.readouterr().out
+    report = json.loads(out.read_text())
+    schema = published(capsys)
+    jsonschema.validate(report, schema)
+    from test_schema_declares_every_key import undeclared
+
+    # every key of the cost section is in the schema (the rest of the report is not this test's)
+    assert undeclared(report["cost"], schema["properties"]["cost"], schema) == []
+    # in calipers' order of the units (the samples sorted by id): the draws index them
+    cheap = sorted((r for r in rows if r["run"] == "cheap"), key=lambda r: r["sample_id"])
+    tokens = np.array([r["tokens_in"] + r["tokens_out"] for r in cheap], dtype=float)
+    solved = np.array([r["correct"] for r in cheap], dtype=float)
+    seconds = np.array([r["latency_s"] for r in cheap])
+    usage = report["cost"]["runs"]["cheap"]["usage"]
+    for name, values in (("tokens", tokens), ("seconds", seconds)):
+        ref = cost_per_solved(values, solved, rng=5)
+        assert usage[name]["estimate"] == pytest.approx(values.sum() / solved.sum(), rel=1e-12)
+        assert usage[name]["low"] == pytest.approx(ref.low, rel=1e-9)
+        assert usage[name]["high"] == pytest.approx(ref.high, rel=1e-9)
+        assert usage[name]["interval"]["seed"] == 5
+    assert usage["tokens"]["total"] == pytest.approx(tokens.sum())  # no grader tokens in it
+    dear = report["cost"]["runs"]["dear"]["usage"]
+    assert dear["tokens"]["estimate"] is None
+    assert (
+        "1 scored observation(s) of 'dear' lack tokens_in + tokens_out"
+        in (dear["tokens"]["refusal"])
+    )
+    assert dear["seconds"]["estimate"] is not None
+    assert "seconds (latency\\_s)" in (tmp_path / "c.md").read_text()  # escaped
+    assert "tokens (tokens_in + tokens_out)" in (tmp_path / "c.html").read_text()
+
+
+def test_no_telemetry_no_usage(tmp_path: Path) -> None:
+    """Data without tokens or latency: the cost section has no usage figures at all."""
+    path = write_jsonl(tmp_path / "runs.jsonl", priced_runs(60))
+    out = tmp_path / "c.json"
+    assert main(compare(path, "--json", str(out))) == 0
+    assert json.loads(out.read_text())["cost"]["runs"]["cheap"]["usage"] == {}
+
+
+def test_degenerate_draws_give_infinite_t_never_an_overflow() -> None:
+    """Three units (a run's task): some draws repeat one unit, whose se* is 0 up to rounding; their
+    t* is ±∞ by the side of R̂, not a rounding quotient, and the interval has no infinity in it."""
+    cost = np.array([0.014, 0.015, 0.016])
+    solved = np.array([0.523, 0.426, 0.429])
+    made = cost_per_solved(cost, solved, rng=1)
+    assert made.method == "bootstrap-t" and made.t_quantiles is not None
+    assert all(abs(q) == math.inf or abs(q) < 1e3 for q in made.t_quantiles)
+    json.dumps(made.to_dict(), allow_nan=False)
+    # every unit the same ratio: no spread, the interval is the estimate
+    flat = cost_per_solved(np.full(40, 0.02), np.ones(40), rng=1)
+    assert flat.low == pytest.approx(0.02) and flat.high == pytest.approx(0.02)

@@ -75,10 +75,22 @@ def test_leaderboard_cost_is_verdicts_cost(rows: pd.DataFrame, scheme: str) -> N
             outcome = mine.groupby(["task", "sample_id"])["correct"].mean()
             assert shown["estimate"] == pytest.approx(cost.sum() / outcome.sum(), rel=1e-12)
         assert shown["low"] < shown["estimate"] < shown["high"]
-    # the terminal shows the same figures
+        # tokens and seconds per solved item: the same figures, beside the cost
+        for measure in ("tokens", "seconds"):
+            for key in ("estimate", "low", "high", "per_sample"):
+                assert shown["usage"][measure][key] == figures["usage"][measure][key]
+        if scheme == "reasonscore":
+            tokens = mine.assign(t=mine["tokens_in"] + mine["tokens_out"]).groupby(
+                ["task", "sample_id"])["t"].mean()  # fmt: skip
+            assert shown["usage"]["tokens"]["estimate"] == pytest.approx(
+                tokens.sum() / outcome.sum(), rel=1e-12
+            )
+    # the terminal shows the same figures, and the tokens and seconds beside them
     text = _terminal(scheme, _score(rows, scheme))
     some = next(iter(direct.values()))
     assert f"{some['estimate']:.3g} [{some['low']:.3g}, {some['high']:.3g}]" in text
+    assert "tokens per " in text and "(tokens_in + tokens_out)" in text
+    assert "seconds per " in text and "(latency_s)" in text
 
 
 @pytest.mark.parametrize("scheme", ["reasonscore", "objective"])

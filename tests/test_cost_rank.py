@@ -210,7 +210,7 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 
 def leaderboard(n: int = 300, names: tuple[str, ...] = ("big", "mid", "small"),
-                missing: int = 0) -> list[dict[str, Any]]:  # fmt: skip
+                missing: int = 0, tokens: bool = False) -> list[dict[str, Any]]:  # fmt: skip
     rng = np.random.default_rng(21)
     accuracy, price = (0.8, 0.79, 0.55), (1.0, 0.3, 0.05)
     rows = []
@@ -222,6 +222,9 @@ def leaderboard(n: int = 300, names: tuple[str, ...] = ("big", "mid", "small"),
                    "correct": bool(rng.random() < p), "grader_cost_usd": 0.01}  # fmt: skip
             if not (k == 1 and i < missing):
                 row["cost_usd"] = float(price[k] * rng.lognormal(0, 0.5))
+            if tokens:  # the system's tokens and seconds, and a judge's tokens never counted
+                row.update(tokens_in=100 * (k + 1), tokens_out=int(rng.integers(10, 50)),
+                           latency_s=0.5 * (k + 1), grader_tokens_in=10_000)  # fmt: skip
             rows.append(row)
     return rows
 
@@ -238,7 +241,7 @@ def test_rank_cost_writes_every_output_and_its_schema_holds(
 ) -> None:
     from test_schema_declares_every_key import undeclared
 
-    path = write_jsonl(tmp_path / "runs.jsonl", leaderboard())
+    path = write_jsonl(tmp_path / "runs.jsonl", leaderboard(tokens=True))
     out = tmp_path / "r.json"
     code = main(["rank", str(path), "--cost", "--margin", "0.1", "--n-resamples", "1000",
                  "--seed", "3", "--json", str(out), "--html", str(tmp_path / "r.html"),
@@ -252,7 +255,14 @@ def test_rank_cost_writes_every_output_and_its_schema_holds(
     by = {r["run"]: r for r in report["runs"]}
     assert by["small"]["label"] == "not shown within margin"
     assert by["big"]["cost_per_solved"]["grader_cost"] == pytest.approx(3.0)  # apart
-    assert by["big"]["cost_per_solved"]["interval"]["method"] == "log-delta"
+    assert by["big"]["cost_per_solved"]["interval"]["method"] == "bootstrap-t"
+    assert by["big"]["cost_per_solved"]["interval"]["seed"] == 3  # the ranking's, recorded
+    # tokens and seconds per solved item beside the cost; the judge's 10,000 tokens not in them
+    usage = by["big"]["cost_per_solved"]["usage"]
+    assert set(usage) == {"tokens", "seconds"} and usage["tokens"]["per_sample"] < 200
+    assert usage["seconds"]["per_sample"] == pytest.approx(0.5)
+    assert usage["tokens"]["low"] < usage["tokens"]["estimate"] < usage["tokens"]["high"]
+    assert "tokens per solved item [95%]" in (tmp_path / "r.md").read_text()
     assert report["chosen"] in ("mid", "big")
     assert "Cheapest acceptable" in (tmp_path / "r.md").read_text()
     assert "calipers rank --cost" in (tmp_path / "r.html").read_text()
@@ -324,3 +334,8 @@ def test_docs_show_what_the_code_prints() -> None:
     assert doc_examples.example_block("cost", "selection") == doc_examples.rendered(
         "cost", "selection"
     )
+    from calipers.calibration import studies
+
+    page = (doc_examples.ROOT / "docs" / "calibration.md").read_text()
+    section = studies.cost_section(None, selection=studies._load(studies.SELECTION_JSON))
+    assert section.split("### The cheapest acceptable run", 1)[1] in page

@@ -16,9 +16,11 @@ item = Δcost/Δsolved; the net benefit at the value v = 2·(Δcost/Δsolved) (a
 what it costs) is v·Δsolved − Δcost.
 
 Measured per cell: coverage of the 95% interval of each (an unbounded end covers on its
-side), the share of runs whose interval is unbounded, and for comparison the plain delta method
-on the ratio (R̂ ± t·se). `--json` writes the figures, from which docs/calibration.md's "Cost"
-section and docs/cost.md's table are made (`calipers.calibration.studies`).
+side), the share of runs whose interval is unbounded, and for comparison, on the same data, the
+log-scale delta interval exp(log R̂ ± t·se) (calipers' interval before the bootstrap-t) and the
+plain delta method on the ratio (R̂ ± t·se). `--json` writes the figures, from which
+docs/calibration.md's "Cost" section and docs/cost.md's table are made
+(`calipers.calibration.studies`).
 """
 
 from __future__ import annotations
@@ -33,7 +35,14 @@ from typing import Any
 
 import numpy as np
 
-from calipers.stats.cost import cost_per_additional, cost_per_solved, log_spread, net_benefit
+from calipers.stats.cost import (
+    COST_RESAMPLES,
+    cost_per_additional,
+    cost_per_solved,
+    log_delta_se,
+    log_spread,
+    net_benefit,
+)
 from calipers.stats.estimate import NoInterval
 from calipers.verdicts.cost import MIN_COST_UNITS, interval_warnings
 
@@ -119,7 +128,7 @@ def simulate(cell: CostCell, rng: np.random.Generator) -> dict[str, np.ndarray]:
 def run_cell(cell: CostCell, reps: int, seed: int, number: int) -> dict[str, Any]:
     rng = np.random.default_rng([seed, number])
     truth = truths(cell)
-    hits = {"log-delta": 0, "delta": 0, "additional": 0, "net": 0}
+    hits = {"per_solved": 0, "log-delta": 0, "delta": 0, "additional": 0, "net": 0}
     unbounded = {"cost_per_solved": 0, "additional": 0}
     refused = {"cost_per_solved": 0, "additional": 0, "net": 0}
     by_solved: dict[str, list[int]] = {}  # solved units (bins) → [reps, covered]
@@ -130,12 +139,18 @@ def run_cell(cell: CostCell, reps: int, seed: int, number: int) -> dict[str, Any
         d = simulate(cell, rng)
         kw: dict[str, Any] = {"clusters": d["cluster"], "weights": d["weights"]}
         try:
-            r = cost_per_solved(d["cost0"], d["solved0"], **kw)
+            r = cost_per_solved(d["cost0"], d["solved0"], rng=rng, **kw)
         except NoInterval:
             refused["cost_per_solved"] += 1
         else:
             covered = r.contains(truth["cost_per_solved"])
-            hits["log-delta"] += covered
+            hits["per_solved"] += covered
+            if r.method == "bootstrap-t":  # the log-delta interval on the same data
+                half = r.critical_value * log_delta_se(r.moments)
+                ratio = math.log(truth["cost_per_solved"] / (r.estimate or math.nan))
+                hits["log-delta"] += abs(ratio) <= half
+            else:  # Fieller's or none-solved: the same as before the bootstrap-t
+                hits["log-delta"] += covered
             unbounded["cost_per_solved"] += r.unbounded
             solved_units = int(np.unique(d["cluster"][d["solved0"] > 0]).size)
             key = next(k for k, lim in _SOLVED_BINS if solved_units < lim)
@@ -174,6 +189,7 @@ def run_cell(cell: CostCell, reps: int, seed: int, number: int) -> dict[str, Any
         else:
             hits["net"] += nb.interval.contains(truth["net_benefit"])
     shown = {
+        "per_solved": reps - refused["cost_per_solved"],
         "log-delta": reps - refused["cost_per_solved"],
         "delta": reps - refused["cost_per_solved"],
         "additional": reps - refused["additional"],
@@ -183,6 +199,7 @@ def run_cell(cell: CostCell, reps: int, seed: int, number: int) -> dict[str, Any
         "id": cell.id,
         "cell": asdict(cell),
         "reps": reps,
+        "resamples": COST_RESAMPLES,
         "truth": truth,
         "coverage": {k: (hits[k] / shown[k] if shown[k] else None) for k in hits},
         "shown": shown,
@@ -228,7 +245,8 @@ def main(argv: list[str] | None = None) -> int:
         cells.append(made)
         cov = made["coverage"]
         print(
-            f"{cell.id:28s} log-delta {cov['log-delta']:.3f} delta {cov['delta'] or 0:.3f} "
+            f"{cell.id:28s} bootstrap-t {cov['per_solved']:.3f} log-delta "
+            f"{cov['log-delta']:.3f} delta {cov['delta'] or 0:.3f} "
             f"unbounded {made['unbounded']['cost_per_solved']:.3f} | Δ-ratio "
             f"{cov['additional']:.3f} (unbounded {made['unbounded']['additional']:.3f}) | net "
             f"{cov['net']:.3f}  [{made['wall_s']:.1f}s]",
@@ -257,9 +275,9 @@ def coverage_table(body: dict[str, Any]) -> str:
     """The study's figures as a Markdown table (docs/calibration.md "Cost", docs/cost.md)."""
     lines = [
         "| cell | accuracy | log sd | items | epochs / groups | cost per solved % | unbounded % "
-        "| plain delta % | no warning: share %, coverage % | per additional % (unbounded %) "
-        "| net benefit % |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| log-delta % | plain delta % | no warning: share %, coverage % "
+        "| per additional % (unbounded %) | net benefit % |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in body["cells"]:
         cell, cov = c["cell"], c["coverage"]
@@ -269,8 +287,9 @@ def coverage_table(body: dict[str, Any]) -> str:
         quiet = c.get("unwarned") or {}
         lines.append(
             f"| `{c['id']}` | {c['truth']['accuracy']:.3f} | {cell['sigma']:g} | {cell['n']} "
-            f"| {design or '—'} | {_pct(cov['log-delta'])} "
-            f"| {_pct(c['unbounded']['cost_per_solved'])} | {_pct(cov['delta'])} "
+            f"| {design or '—'} | {_pct(cov['per_solved'])} "
+            f"| {_pct(c['unbounded']['cost_per_solved'])} | {_pct(cov['log-delta'])} "
+            f"| {_pct(cov['delta'])} "
             f"| {_pct(quiet.get('share'))}, {_pct(quiet.get('coverage'))} "
             f"| {_pct(cov['additional'])} ({_pct(c['unbounded']['additional'])}) "
             f"| {_pct(cov['net'])} |"
@@ -292,6 +311,14 @@ def cost_section(
     where = selection_source or SELECTION_JSON
     worst = max(c["mcb_wrong"] for c in selection["cells"])
     passed = sum(c["mcb_wrong"] <= SELECTION_TARGET for c in selection["cells"])
+    # cells measured again with more evaluations (`--only ID --reps N`, merged into the file)
+    more = [c for c in selection["cells"] if c["reps"] != selection["reps"]]
+    again = "".join(
+        f" `{c['id']}` was measured again with {c['reps']:,} evaluations (`python -m "
+        f"calipers.calibration.cost --selection --only {c['id']} --reps {c['reps']}`, the same "
+        "seed) and that figure replaces the first in the file."
+        for c in more
+    )
     lines = [
         "",
         "### The cheapest acceptable run (`rank --cost`)",
@@ -303,12 +330,13 @@ def cost_section(
         f"--selection --reps {selection['reps']} --json {where}` (seed {selection['seed']}, "
         f"{selection['resamples']:,} bootstrap resamples per evaluation, "
         f"{selection['wall_s'] / 60:.1f} min); the model is in `calipers.calibration.cost` "
-        "(`simulate_selection`).",
+        f"(`simulate_selection`).{again}",
         "",
         f"Target: ≤ {SELECTION_TARGET:.0%} wrong in every cell. **{passed} of "
         f"{len(selection['cells'])} cells pass** (worst {100 * worst:.1f}%). Columns: the "
-        "runs' true accuracies and costs per item; items; the unit; wrong choices of MCB "
-        "(calipers) and of the point estimates; how often MCB shows no run within Δ; how "
+        "runs' true accuracies and costs per item; items; the unit; evaluations; wrong choices "
+        "of MCB (calipers; ± its Monte Carlo standard error) and of the point estimates; how "
+        "often MCB shows no run within Δ; how "
         "often each rule picks the truly cheapest run within Δ; how often any run is labelled "
         "dominated by a run that does not truly dominate it.",
         "",
@@ -336,15 +364,45 @@ def _coverage_section(body: dict[str, Any] | None, source: Path) -> str:
         "below that, or where it is missed, calipers states a warning or refuses (docs/cost.md, "
         '"When calipers warns or refuses"). An unbounded end covers on its side. Columns: '
         "the accuracy (mean solved) of the baseline; the costs' log sd; items; cost per solved "
-        "item's coverage (log-delta, Fieller when the accuracy's interval reaches 0) and how "
-        "often its interval is unbounded; the plain delta method on the same data, for "
-        "comparison; the share of runs calipers shows this interval without a warning and "
-        "their coverage; the cost per additional solved item (Fieller) and how often it is "
-        "unbounded; the net benefit at twice the break-even value (paired t).",
+        "item's coverage (calipers' interval: the bootstrap-t on the log scale with "
+        f"{body['cells'][0].get('resamples', 0):,} resamples, Fieller when the accuracy's "
+        "interval reaches 0) and how often its interval is unbounded; on the same data, for "
+        "comparison, the log-scale delta interval (calipers' before the bootstrap-t) and the "
+        "plain delta method; the share of runs calipers shows this interval without a warning "
+        "and their coverage; the cost per additional solved item (Fieller) and how often it is "
+        "unbounded; the net benefit at twice the break-even value (paired t). The Monte Carlo "
+        f"standard error of a coverage near 93% is {_mc_se(0.93, body['reps']):.1f} points.",
         "",
         coverage_table(body).rstrip("\n"),
+        "",
+        *_coverage_verdict(body),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _mc_se(p: float, reps: int) -> float:
+    """The Monte Carlo standard error of a simulated share p over `reps` runs, in points."""
+    return 100 * math.sqrt(p * (1 - p) / reps)
+
+
+def _coverage_verdict(body: dict[str, Any]) -> list[str]:
+    """Which cells from 100 items miss the target, per interval: the sentences under the table
+    (cells of fewer than MIN_COST_UNITS units, where calipers gives no interval, left out)."""
+    cells = [c for c in body["cells"] if c["cell"]["n"] >= 100
+             and c["cell"]["n"] // (5 if c["cell"]["groups"] else 1) >= MIN_COST_UNITS]  # fmt: skip
+    out = []
+    for key, name in (("per_solved", "cost per solved item"),
+                      ("additional", "cost per additional solved item"),
+                      ("net", "net benefit")):  # fmt: skip
+        missed = [c for c in cells if (c["coverage"][key] or 0) < TARGET]
+        text = f"- {name}: ≥ {TARGET:.0%} in {len(cells) - len(missed)} of {len(cells)} cells from "
+        text += f"100 items and {MIN_COST_UNITS} units" + (
+            "." if not missed else "; below it: " + ", ".join(
+                f"`{c['id']}` {_pct(c['coverage'][key])}%" for c in missed
+            ) + "."
+        )  # fmt: skip
+        out.append(text)
+    return out
 
 
 # ------------------------------------------------------------------ the cheapest acceptable run
@@ -486,10 +544,10 @@ def run_selection_cell(cell: SelectionCell, reps: int, seed: int, number: int) -
 def selection_table(body: dict[str, Any]) -> str:
     """The wrong-choice rates as a Markdown table (docs/calibration.md "Cost", docs/cost.md)."""
     lines = [
-        "| cell | accuracies | costs per item | items | unit | wrong: MCB % | wrong: point "
-        "estimates % | none shown % | the ideal run: MCB %, point estimates % | falsely "
-        "dominated % |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| cell | accuracies | costs per item | items | unit | evaluations | wrong: MCB % "
+        "| wrong: point estimates % | none shown % | the ideal run: MCB %, point estimates % "
+        "| falsely dominated % |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in body["cells"]:
         cell = c["cell"]
@@ -501,7 +559,8 @@ def selection_table(body: dict[str, Any]) -> str:
         )
         lines.append(
             f"| `{c['id']}` | {', '.join(f'{a:g}' for a in cell['accuracies'])} | {costs} "
-            f"| {cell['n']} | {unit} | {_pct(c['mcb_wrong'])} | {_pct(c['naive_wrong'])} "
+            f"| {cell['n']} | {unit} | {c['reps']:,} | {_pct(c['mcb_wrong'])} ± "
+            f"{_mc_se(c['mcb_wrong'], c['reps']):.1f} | {_pct(c['naive_wrong'])} "
             f"| {_pct(c['mcb_none'])} | {_pct(c['mcb_ideal'])}, {_pct(c['naive_ideal'])} "
             f"| {_pct(c['false_dominated'])} |"
         )

@@ -5,7 +5,7 @@ disagree. Plain text here; each view escapes it."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rich.console import Console
@@ -27,23 +27,33 @@ def _signed(x: float | None) -> str:
     return "—" if x is None else f"{x:+.4g}"
 
 
-def _ratio_text(r: Mapping[str, Any] | None, per: str) -> str:
-    """A ratio with its interval in words: bounded, or which side is unbounded and why."""
+def amount(x: float | None) -> str:
+    """A count of tokens or seconds: whole numbers with separators from 1,000 on."""
+    if x is None:
+        return "—"
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+
+
+def _ratio_text(
+    r: Mapping[str, Any] | None, per: str, fmt: Callable[[float | None], str] = money
+) -> str:
+    """A ratio with its interval in words: bounded, or which side is unbounded and why; `fmt`
+    formats its figures (money, or counts of tokens and seconds)."""
     if r is None:
         return "—"
-    est = "undefined" if r.get("estimate") is None else money(r["estimate"])
+    est = "undefined" if r.get("estimate") is None else fmt(r["estimate"])
     low, high = r.get("low"), r.get("high")
     level = f"{r.get('confidence_level', 0.95):.0%}"
     if low is not None and high is not None:
-        span = f"[{money(low)}, {money(high)}]"
+        span = f"[{fmt(low)}, {fmt(high)}]"
     elif low is not None:
-        span = f"[{money(low)}, unbounded)"
+        span = f"[{fmt(low)}, unbounded)"
     elif high is not None:
-        span = f"(unbounded, {money(high)}]"
+        span = f"(unbounded, {fmt(high)}]"
     else:
         excluded = r.get("excluded")
         span = "unbounded both ways" + (
-            f" (the data rule out only ({money(excluded[0])}, {money(excluded[1])}))"
+            f" (the data rule out only ({fmt(excluded[0])}, {fmt(excluded[1])}))"
             if excluded
             else ""
         )
@@ -80,6 +90,36 @@ def run_lines(cost: Mapping[str, Any]) -> list[str]:
             head += f"; {r['refusal']}"
         lines.append(head + grader)
         lines += [f"  warning: {w}" for w in r.get("warnings") or []]
+        lines += usage_lines(r, per)
+    return lines
+
+
+def usage_text(u: Mapping[str, Any], per: str) -> str:
+    """A run's (or task's) tokens or seconds per solved item in words, as its cost's."""
+    if u.get("interval") is not None:
+        return f"{amount(u.get('per_sample'))} per sample; " + _ratio_text(
+            u["interval"], per, amount
+        )
+    if u.get("estimate") is not None:
+        return (
+            f"{amount(u.get('per_sample'))} per sample; {amount(u['estimate'])} per {per}, no "
+            f"interval: {u.get('refusal')}"
+        )
+    if u.get("per_sample") is not None:
+        return f"{amount(u.get('per_sample'))} per sample" + (
+            f"; {u['refusal']}" if u.get("refusal") else ""
+        )
+    return f"not given: {u.get('refusal')}"
+
+
+def usage_lines(r: Mapping[str, Any], per: str) -> list[str]:
+    """Under a run's cost: its tokens and seconds per solved item where the telemetry has them
+    (the system's: tokens_in + tokens_out, latency_s; never the graders'), with their
+    warnings."""
+    lines = []
+    for measure, u in (r.get("usage") or {}).items():
+        lines.append(f"  {measure} ({u.get('column')}): {usage_text(u, per)}")
+        lines += [f"  warning: {measure}: {w}" for w in u.get("warnings") or []]
     return lines
 
 
@@ -201,6 +241,7 @@ def cost_page_context(report: Mapping[str, Any]) -> dict[str, Any]:
     if not cost:
         return {"cost": None}
     tasks = []
+    per = cost.get("outcome", "solved item")
     for run, r in (cost.get("runs") or {}).items():
         for task, t in (r.get("tasks") or {}).items():
             tasks.append({
@@ -208,10 +249,14 @@ def cost_page_context(report: Mapping[str, Any]) -> dict[str, Any]:
                 "cost_per_sample": money(t.get("cost_per_sample")),
                 "outcome": _num(t.get("outcome_mean")),
                 "per_solved": (
-                    _ratio_text(t["interval"], cost.get("outcome", "solved item"))
+                    _ratio_text(t["interval"], per)
                     if t.get("interval")
                     else (money(t.get("estimate")) + f" (no interval: {t.get('refusal')})"
                           if t.get("estimate") is not None else str(t.get("refusal") or "—"))
+                ),
+                "usage": "; ".join(
+                    f"{m}: {usage_text((u.get('tasks') or {})[task], per)}"
+                    for m, u in (r.get("usage") or {}).items() if task in (u.get("tasks") or {})
                 ),
             })  # fmt: skip
     curves = [
@@ -231,6 +276,7 @@ def cost_page_context(report: Mapping[str, Any]) -> dict[str, Any]:
             "runs": run_lines(cost),
             "pairs": pair_lines(cost),
             "tasks": tasks,
+            "task_usage": any(row["usage"] for row in tasks),
             "curves": curves,
             "meaning": curve_meaning(cost),
             "notes": list(cost.get("notes") or []),

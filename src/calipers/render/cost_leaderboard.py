@@ -4,13 +4,13 @@ Plain text here; each view escapes it (run names are data)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rich.console import Console
 
 from calipers.render import markdown_text as md
-from calipers.render.cost import money
+from calipers.render.cost import amount, money
 from calipers.render.text import escape
 
 
@@ -32,8 +32,16 @@ def _short(x: float) -> str:
     return f"{x:.3g}"
 
 
-def ratio_cell(c: Mapping[str, Any] | None, missing: int = 0) -> str:
-    """One figure (a run's or a task's): the estimate and its interval, or why there is none."""
+def _count(x: float) -> str:
+    """Tokens or seconds: whole numbers from 1,000 on (`amount`), else 3 significant digits."""
+    return amount(x) if abs(x) >= 1000 else _short(x)
+
+
+def ratio_cell(
+    c: Mapping[str, Any] | None, missing: int = 0, fmt: Callable[[float], str] = _short
+) -> str:
+    """One figure (a run's or a task's; its cost, tokens or seconds per solved item): the
+    estimate and its interval, or why there is none."""
     if not c:
         return "—"
     if missing:
@@ -43,14 +51,25 @@ def ratio_cell(c: Mapping[str, Any] | None, missing: int = 0) -> str:
         if c.get("refusal"):
             return "not given: " + str(c["refusal"]).split(":")[0]
         low = c.get("low")
-        return "nothing solved" + (f" (≥ {_short(low)})" if low is not None else "")
+        return "nothing solved" + (f" (≥ {fmt(low)})" if low is not None else "")
     if c.get("refusal"):
-        return f"{_short(est)} (no interval)"
+        return f"{fmt(est)} (no interval)"
     low, high = c.get("low"), c.get("high")
-    span = f"[{'unbounded' if low is None else _short(low)}, " + (
-        f"{'unbounded' if high is None else _short(high)}]"
+    span = f"[{'unbounded' if low is None else fmt(low)}, " + (
+        f"{'unbounded' if high is None else fmt(high)}]"
     )
-    return f"{_short(est)} {span}"
+    return f"{fmt(est)} {span}"
+
+
+def usage_sentence(per: str, name: str, r: Mapping[str, Any]) -> str | None:
+    """A run's tokens and seconds per solved item where the telemetry has them (the system's,
+    never the graders'), in one line; None when it has neither."""
+    usage = r.get("usage") or {}
+    if not usage:
+        return None
+    parts = [f"{m} per {per} ({u.get('column')}) {ratio_cell(u, fmt=_count)}"
+             for m, u in usage.items()]  # fmt: skip
+    return f"{name}: " + "; ".join(parts)
 
 
 def run_cell(cost: Mapping[str, Any], run: str) -> str:
@@ -92,6 +111,10 @@ def sentences(cost: Mapping[str, Any]) -> list[str]:
         if r.get("refusal"):
             lines.append(f"{name}: {r['refusal']}")
         lines += [f"{name}: warning: {w}" for w in r.get("warnings") or []]
+        usage = usage_sentence(per, name, r)
+        lines += [usage] if usage else []
+        for m, u in (r.get("usage") or {}).items():
+            lines += [f"{name}: warning: {m}: {w}" for w in u.get("warnings") or []]
         if r.get("grader_cost") is not None:
             lines.append(
                 f"{name}: graders' cost {money(r['grader_cost'])} over "

@@ -4,7 +4,7 @@ page. Plain text here; each view escapes it (names are data)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rich.console import Console
@@ -15,10 +15,20 @@ from calipers.render.cost import money
 from calipers.render.text import escape
 
 
+def measures(report: Mapping[str, Any]) -> list[str]:
+    """The usage measures (tokens, seconds) some run's telemetry has, in the report's order."""
+    found: dict[str, None] = {}
+    for r in report.get("runs") or []:
+        found.update(dict.fromkeys((r.get("cost_per_solved") or {}).get("usage") or {}))
+    return list(found)
+
+
 def columns(report: Mapping[str, Any]) -> list[str]:
     level = f"{report.get('confidence_level', 0.95):.0%}"
+    per = report.get("outcome", "solved item")
     return ["run", "label", f"accuracy [{level}]", "cost per item",
-            f"cost per {report.get('outcome', 'solved item')} [{level}]",
+            f"cost per {per} [{level}]",
+            *[f"{m} per {per} [{level}]" for m in measures(report)],
             "vs best: lower bound", "dominated by", "items to decide"]  # fmt: skip
 
 
@@ -26,21 +36,27 @@ def _short(x: float | None) -> str:
     return "—" if x is None else f"{x:.3g}"
 
 
-def _span(low: Any, high: Any) -> str:
+def _count(x: float | None) -> str:
+    """Tokens or seconds: whole numbers with separators from 1,000 on."""
+    return "—" if x is None else f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
+
+
+def _span(low: Any, high: Any, fmt: Callable[[float | None], str] = _short) -> str:
     if low is None and high is None:
         return ""
-    return f" [{'unbounded' if low is None else _short(low)}, " + (
-        f"{'unbounded' if high is None else _short(high)}]"
+    return f" [{'unbounded' if low is None else fmt(low)}, " + (
+        f"{'unbounded' if high is None else fmt(high)}]"
     )
 
 
-def _per_solved(c: Mapping[str, Any]) -> str:
+def _per_solved(c: Mapping[str, Any], fmt: Callable[[float | None], str] = _short) -> str:
+    """Cost, tokens or seconds per solved item with its interval, or why there is none."""
     est = c.get("estimate")
     if est is None:
         return "refused" if c.get("refusal") else "—"
     if c.get("refusal"):
-        return f"{_short(est)} (no interval)"
-    return _short(est) + _span(c.get("low"), c.get("high"))
+        return f"{fmt(est)} (no interval)"
+    return fmt(est) + _span(c.get("low"), c.get("high"), fmt)
 
 
 def _to_decide(r: Mapping[str, Any]) -> str:
@@ -55,12 +71,15 @@ def _to_decide(r: Mapping[str, Any]) -> str:
 def rows(report: Mapping[str, Any]) -> list[list[str]]:
     """One row per run, in the report's order (cheapest first), as plain text."""
     out = []
+    shown = measures(report)
     for r in report.get("runs") or []:
         a = r.get("accuracy_interval") or {}
         acc = f"{r['accuracy']:.3f}" + _span(a.get("low"), a.get("high"))
+        cost = r.get("cost_per_solved") or {}
+        usage = cost.get("usage") or {}
         out.append([
             str(r["run"]), str(r["label"]), acc, money(r.get("cost_per_item")),
-            _per_solved(r.get("cost_per_solved") or {}),
+            _per_solved(cost), *[_per_solved(usage.get(m) or {}, _count) for m in shown],
             f"{r['lower_bound_vs_best']:+.4f}", ", ".join(r.get("dominated_by") or []) or "—",
             _to_decide(r),
         ])  # fmt: skip
@@ -87,7 +106,14 @@ def sentences(report: Mapping[str, Any]) -> list[str]:
     meaning = report.get("meaning") or {}
     lines = [
         f"{report.get('n_samples')} samples every run has, {report.get('n_units')} units "
-        f"({report.get('cluster_reason')}); system cost cost_usd, graders' cost apart.",
+        f"({report.get('cluster_reason')}); system cost cost_usd, graders' cost apart"
+        + (
+            f"; the system's {' and '.join(measures(report))} (tokens_in + tokens_out, "
+            "latency_s) per solved item beside it, never the graders'"
+            if measures(report)
+            else ""
+        )
+        + ".",
         f"vs best (lower): {meaning.get('lower_bound_vs_best')}.",
         f"acceptable: {meaning.get('acceptable')}.",
         f"dominated: {meaning.get('dominated')}.",
@@ -99,6 +125,10 @@ def sentences(report: Mapping[str, Any]) -> list[str]:
         if c.get("refusal"):
             lines.append(f"{r['run']}: cost per {report.get('outcome')}: {c['refusal']}")
         lines += [f"{r['run']}: warning: {w}" for w in c.get("warnings") or []]
+        for m, u in (c.get("usage") or {}).items():
+            if u.get("refusal"):
+                lines.append(f"{r['run']}: {m} per {report.get('outcome')}: {u['refusal']}")
+            lines += [f"{r['run']}: warning: {m}: {w}" for w in u.get("warnings") or []]
     plans = [r for r in report.get("runs") or [] if r.get("plan")]
     for r in plans:
         p = r["plan"]

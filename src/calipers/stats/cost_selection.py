@@ -43,6 +43,7 @@ import numpy.typing as npt
 
 from calipers.errors import InputError
 from calipers.stats._rng import resolve_rng
+from calipers.stats.cost import resample_counts
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -78,13 +79,8 @@ def bootstrap_means(
             counts = rng.multinomial(g, share, size=b).astype(np.float64)
             out[start : start + b] = (counts @ distinct[:, :k]) / (counts @ distinct[:, k])[:, None]
         return out
-    chunk = max(1, min(n_resamples, (1 << 21) // max(g, 1)))
-    for start in range(0, n_resamples, chunk):
-        b = min(chunk, n_resamples - start)
-        drawn = rng.integers(0, g, size=(b, g))
-        drawn += np.arange(b)[:, None] * g
-        counts = np.bincount(drawn.ravel(), minlength=b * g).reshape(b, g).astype(np.float64)
-        out[start : start + b] = (counts @ sums) / (counts @ sizes)[:, None]
+    for rows, counts in resample_counts(g, n_resamples, rng):  # the cost intervals' draws
+        out[rows] = (counts @ sums) / (counts @ sizes)[:, None]
     return out
 
 

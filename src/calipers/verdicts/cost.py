@@ -6,6 +6,11 @@ docs/calibration.md, "Cost"; decided in docs/cost.md).
 The system's cost is `cost_usd`; the graders' (`grader_cost_usd`: a judge's or a model-graded
 scorer's) is reported beside it and never counted as the system's. A scored observation without
 a cost is never a cost of 0: the run's cost figures are refused, saying how many lack one.
+
+Where the telemetry has them, the system's tokens (`tokens_in + tokens_out`) and seconds
+(`latency_s`) per solved item are given beside the cost, by the same figures and intervals (one
+mechanism: `_figures`); the graders' tokens (`grader_tokens_*`) are never the system's, and a
+missing count is never 0 either.
 """
 
 from __future__ import annotations
@@ -18,14 +23,17 @@ import numpy.typing as npt
 
 from calipers.data.sampleset import SampleSet
 from calipers.errors import InputError
+from calipers.stats._rng import DEFAULT_SEED
 from calipers.stats.cost import (
+    Moments,
     NetBenefit,
     RatioInterval,
     cost_per_additional,
-    cost_per_solved,
     log_spread,
     net_benefit,
+    per_solved_intervals,
     probability_positive,
+    unit_moments,
     value_grid,
 )
 from calipers.stats.estimate import NoInterval
@@ -34,39 +42,48 @@ from calipers.verdicts.persample import StagedScores, as_floats, cluster_labels,
 FloatArray = npt.NDArray[np.float64]
 
 # Below this many units every cost interval is refused: measured coverage of cost per solved
-# 0.85–0.97 at 30 units on lognormal costs (log sd 1–1.5), of the net benefit 0.90–0.96, and
-# nothing was measured below (docs/calibration.md, "Cost").
+# (bootstrap-t) 0.89–0.98 at 30 units on lognormal costs (log sd 1–1.5), of the net benefit
+# 0.89–0.95, and nothing was measured below (docs/calibration.md, "Cost").
 MIN_COST_UNITS = 30
 # Below this many units an interval comes with a warning.
 WARN_COST_UNITS = 100
 # Fewer units with a solved item than this: the accuracy's log is poorly determined (coverage
-# 0.90–0.91 at 100 items and accuracy 0.046, where most runs solve under 5).
+# 0.91–0.92 at 100 items and accuracy 0.046, where most runs solve under 5).
 WARN_SOLVED_UNITS = 10
-# Costs this heavy-tailed (sd of the log of the units' mean costs) covered 0.88–0.94 at 100–1000
-# units (lognormal, log sd 1.5), against ≥ 0.93 at log sd 1 from 300 units.
+# Costs this heavy-tailed (sd of the log of the units' costs) on fewer than HEAVY_WARN_UNITS:
+# at log sd 1.5 covered 0.920–0.922 at 100 units, 0.933–0.947 at 300 (0.917 in a pilot: too close
+# to call), 0.935–0.953 from 1,000; at log sd 1 ≥ 0.939 from 100 units with enough solved.
 HEAVY_LOG_SPREAD = 1.25
+HEAVY_WARN_UNITS = 1_000
+# The system's usage per solved item where the telemetry has it: its SQL (NULL when a field is
+# missing: not 0) and the fields it needs. The graders' tokens (grader_tokens_*) never count.
+USAGE = {
+    "tokens": ("tokens_in + tokens_out", ("tokens_in", "tokens_out")),
+    "seconds": ("latency_s", ("latency_s",)),
+}
 
 
-def interval_warnings(
-    n_units: int, *, solved_units: int | None = None, spread: float | None = None
-) -> list[str]:
-    """The stated warnings of a cost interval on `n_units` units (docs/cost.md)."""
+def interval_warnings(n_units: int, *, solved_units: int | None = None,
+                      spread: float | None = None, what: str = "costs") -> list[str]:  # fmt: skip
+    """The stated warnings of a cost interval on `n_units` units (docs/cost.md); `what` the
+    values per solved item (costs, tokens or seconds: the same interval)."""
     out = []
     if n_units < WARN_COST_UNITS:
         out.append(
             f"{n_units} units, fewer than {WARN_COST_UNITS}: at 30 units cost per solved covered "
-            "85–97% of the truth in simulation and the net benefit 90–96% (docs/calibration.md, "
+            "89–98% of the truth in simulation and the net benefit 89–95% (docs/calibration.md, "
             '"Cost")'
         )
     if solved_units is not None and solved_units < WARN_SOLVED_UNITS:
         out.append(
             f"only {solved_units} units solved anything: the accuracy's scale is poorly "
-            "determined (coverage 90% at 100 items and accuracy 0.05, docs/calibration.md)"
+            "determined (coverage 91–92% at 100 items and accuracy 0.05, docs/calibration.md)"
         )
-    if spread is not None and spread >= HEAVY_LOG_SPREAD:
+    if spread is not None and spread >= HEAVY_LOG_SPREAD and n_units < HEAVY_WARN_UNITS:
         out.append(
-            f"heavy-tailed costs (sd of the log of the units' costs {spread:.2f} ≥ "
-            f"{HEAVY_LOG_SPREAD}): at log sd 1.5 the interval covered 88–94% at 100–1000 units "
+            f"heavy-tailed {what} (sd of the log of the units' {what} {spread:.2f} ≥ "
+            f"{HEAVY_LOG_SPREAD}) on fewer than {HEAVY_WARN_UNITS:,} units: at log sd 1.5 the "
+            "interval covered 92.0–92.2% at 100 units and 93.3–94.7% at 300 "
             '(docs/calibration.md, "Cost"); a tail the sample has not shown can move the mean'
         )
     return out
@@ -85,14 +102,16 @@ class CostFigures:
     refusal: str | None = None
     warnings: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, usage: bool = False) -> dict[str, Any]:
+        """The figures; `usage`: of tokens or seconds (`per_sample`, `total` for the cost's
+        `cost_per_sample`, `total_cost`)."""
         i = self.interval
         return {
             "n_samples": self.n_samples,
             "n_units": self.n_units,
-            "cost_per_sample": self.cost_per_sample,
+            "per_sample" if usage else "cost_per_sample": self.cost_per_sample,
             "outcome_mean": self.outcome_mean,
-            "total_cost": self.total_cost,
+            "total" if usage else "total_cost": self.total_cost,
             "estimate": None if i is None else i.estimate,
             "low": None if i is None or self.refusal else i.low,
             "high": None if i is None or self.refusal else i.high,
@@ -103,6 +122,26 @@ class CostFigures:
 
 
 @dataclass
+class UsageCost:
+    """Tokens or seconds per solved item for one run (and its tasks): the cost's figures."""
+
+    measure: str  # a key of USAGE
+    figures: CostFigures | None  # None: refused (refusal says why)
+    refusal: str | None
+    tasks: dict[str, CostFigures] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        body = (
+            self.figures.to_dict(usage=True)
+            if self.figures
+            else {"estimate": None, "low": None, "high": None}
+        )
+        return {"measure": self.measure, "column": USAGE[self.measure][0], **body,
+                "refusal": self.refusal or (self.figures.refusal if self.figures else None),
+                "tasks": {t: f.to_dict(usage=True) for t, f in self.tasks.items()}}  # fmt: skip
+
+
+@dataclass
 class RunCost:
     run: str
     figures: CostFigures | None  # None: refused (refusal says why)
@@ -110,6 +149,7 @@ class RunCost:
     grader_cost: float | None  # Σ grader_cost_usd over the run's observations (None: none)
     grader_observations: int
     tasks: dict[str, CostFigures] = field(default_factory=dict)
+    usage: dict[str, UsageCost] = field(default_factory=dict)  # where the telemetry has it
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -120,6 +160,7 @@ class RunCost:
             "grader_cost": self.grader_cost,
             "grader_observations": self.grader_observations,
             "tasks": {t: f.to_dict() for t, f in self.tasks.items()},
+            "usage": {k: u.to_dict() for k, u in self.usage.items()},
         }  # fmt: skip
 
 
@@ -247,10 +288,12 @@ class _Arm:
     unscored_with_cost: int
     grader_cost: float | None
     grader_rows: int
+    usage: dict[str, FloatArray] = field(default_factory=dict)  # per-sample means, as `cost`
+    missing_usage: dict[str, int] = field(default_factory=dict)
 
 
-def _arm(staged: StagedScores, run: str, cost: FloatArray, grader: FloatArray,
-         cluster: str) -> _Arm:  # fmt: skip
+def _arm(staged: StagedScores, run: str, cost: FloatArray, grader: FloatArray, cluster: str,
+         usage: dict[str, FloatArray]) -> _Arm:  # fmt: skip
     arrays = staged.fetch(run)
     outcome_rows = staged.composite(run, raw=True)
     scored = np.isfinite(outcome_rows)
@@ -262,8 +305,10 @@ def _arm(staged: StagedScores, run: str, cost: FloatArray, grader: FloatArray,
     codes, first = np.unique(sid_rows, return_index=True)
     inverse = np.searchsorted(codes, sid_rows)
     count = np.bincount(inverse).astype(np.float64)
-    mean_outcome = np.bincount(inverse, weights=outcome_rows[rows]) / count
-    mean_cost = np.bincount(inverse, weights=cost[rows]) / count  # NaN when any epoch lacks one
+
+    def per_sample(values: FloatArray) -> FloatArray:  # NaN when any scored epoch lacks one
+        return np.asarray(np.bincount(inverse, weights=values[rows]) / count, dtype=np.float64)
+
     weight = (
         np.ones(codes.size)
         if arrays.weight is None
@@ -271,14 +316,22 @@ def _arm(staged: StagedScores, run: str, cost: FloatArray, grader: FloatArray,
     )
     units = cluster_labels(arrays, rows, cluster)[first]
     return _Arm(
-        codes, arrays.task_code[rows][first], units, mean_cost, mean_outcome, weight, missing,
-        unscored, float(grader[graded].sum()) if graded.any() else None, int(graded.sum()),
+        codes, arrays.task_code[rows][first], units, per_sample(cost), per_sample(outcome_rows),
+        weight, missing, unscored, float(grader[graded].sum()) if graded.any() else None,
+        int(graded.sum()), {k: per_sample(v) for k, v in usage.items()},
+        {k: int(np.sum(scored & ~np.isfinite(v))) for k, v in usage.items()},
     )  # fmt: skip
 
 
-def _figures(arm: _Arm, keep: npt.NDArray[np.bool_], confidence_level: float,
-             per_solved: bool) -> CostFigures:  # fmt: skip
-    cost, outcome = arm.cost[keep], arm.outcome[keep]
+# a figure whose interval waits for the one batched bootstrap of `cost_runs`, and what it counts
+_Pending = list[tuple[CostFigures, Moments, str]]
+
+
+def _figures(values: FloatArray, arm: _Arm, keep: npt.NDArray[np.bool_], per_solved: bool,
+             pending: _Pending, what: str) -> CostFigures:  # fmt: skip
+    """The figures of `values` (the per-sample cost, tokens or seconds of `arm`) on the samples
+    `keep`; its interval is made later for every figure at once (`_finish`)."""
+    cost, outcome = values[keep], arm.outcome[keep]
     units = arm.unit[keep]
     w = arm.weight[keep]
     n = int(cost.size)
@@ -290,23 +343,31 @@ def _figures(arm: _Arm, keep: npt.NDArray[np.bool_], confidence_level: float,
     if not per_solved:
         return figures
     try:
-        made = cost_per_solved(cost, outcome, clusters=units, weights=w,
-                               confidence_level=confidence_level)  # fmt: skip
+        pending.append((figures, unit_moments(cost, outcome, clusters=units, weights=w), what))
     except NoInterval as exc:
         figures.refusal = exc.reason
-        return figures
-    figures.interval = made
-    if g < MIN_COST_UNITS:
-        figures.refusal = (
-            f"{g} units, fewer than {MIN_COST_UNITS}: at 30 units cost-per-solved intervals "
-            "covered as little as 85% in simulation, and fewer were not measured "
-            '(docs/calibration.md, "Cost")'
-        )
-        return figures
-    solved_units = int(np.unique(units[outcome > 0]).size)
-    sums = made.moments.numerator_sums / made.moments.sizes
-    figures.warnings = interval_warnings(g, solved_units=solved_units, spread=log_spread(sums))
     return figures
+
+
+def _finish(pending: _Pending, confidence_level: float, seed: int) -> None:
+    """Every pending figure's interval from one call (`per_solved_intervals`: one draw of units
+    per number of units, the seed recorded), then its refusal or warnings."""
+    made = per_solved_intervals([m for _, m, _ in pending], confidence_level=confidence_level,
+                                rng=seed)  # fmt: skip
+    for (figures, m, what), interval in zip(pending, made, strict=True):
+        figures.interval = interval
+        g = m.n_units
+        if g < MIN_COST_UNITS:
+            figures.refusal = (
+                f"{g} units, fewer than {MIN_COST_UNITS}: at 30 units cost-per-solved intervals "
+                "covered as little as 89% in simulation, and fewer were not measured "
+                '(docs/calibration.md, "Cost")'
+            )
+            continue
+        solved_units = int(np.sum(m.denominator_sums > 0))  # outcomes ≥ 0, weights > 0
+        spread = log_spread(m.numerator_sums / m.sizes)
+        figures.warnings = interval_warnings(g, solved_units=solved_units, spread=spread,
+                                             what=what)  # fmt: skip
 
 
 def analyse_cost(
@@ -320,9 +381,11 @@ def analyse_cost(
     pair_confidence_level: float,
     value_per_solved: float | None = None,
     label: str = "composite",
+    seed: int = DEFAULT_SEED,
 ) -> CostComparison | None:
     """The cost section of a comparison of `control` with `treatments` on the staged outcomes
-    (None when no compared observation has a cost and no value per solved was given)."""
+    (None when no compared observation has a cost and no value per solved was given); `seed`:
+    the bootstrap's of the cost-per-solved intervals (recorded in each)."""
     runs = [control, *treatments]
     if not has_cost(samples, runs):
         if value_per_solved is None:
@@ -338,7 +401,7 @@ def analyse_cost(
             ["no compared observation has a cost_usd: nothing to weigh the gain against"],
         )  # fmt: skip
     made = cost_runs(staged, samples, runs, cluster=cluster, confidence_level=confidence_level,
-                     label=label)  # fmt: skip
+                     label=label, seed=seed)  # fmt: skip
     arms, result, notes, outcome = made.arms, made.runs, made.notes, made.outcome
     pairs = [
         _pair(arms[control], arms[t], control, t, result, pair_confidence_level,
@@ -415,7 +478,7 @@ def _pair(
     if g < MIN_COST_UNITS:
         pair.refusal = pair.net_refusal = (
             f"{g} units, fewer than {MIN_COST_UNITS}: at 30 units the net benefit's interval "
-            "covered as little as 90% in simulation, and fewer were not measured "
+            "covered as little as 89% in simulation, and fewer were not measured "
             '(docs/calibration.md, "Cost")'
         )
         pair.per_additional = None
@@ -453,18 +516,29 @@ def cost_runs(
     cluster: str,
     confidence_level: float,
     label: str = "composite",
+    seed: int = DEFAULT_SEED,
 ) -> CostRuns:
     """Each run's per-sample cost and outcome and its cost per solved item (refused, saying how
-    many, when a scored observation has no cost_usd)."""
+    many, when a scored observation has no cost_usd); its tokens and seconds per solved item
+    where some compared observation has them (USAGE). Every interval from one batched
+    bootstrap with `seed` (`_finish`)."""
+    fields = _columns(samples)
     expressions = {"cost": "cost_usd::DOUBLE"}
-    if "grader_cost_usd" in _columns(samples):
+    if "grader_cost_usd" in fields:
         expressions["grader"] = "grader_cost_usd::DOUBLE"
+    for measure, (sql, needs) in USAGE.items():
+        if all(f in fields for f in needs):
+            expressions[measure] = f"({sql})::DOUBLE"
     rows = stage_rows(samples, runs, expressions)
     outcome = _outcome_name(staged, runs, label)
     per_solved, why_not = _per_solved_meaning(staged, runs, label)
     notes = [] if per_solved else [why_not]
+    # a measure is reported where some compared observation has it
+    measures = [m for m in USAGE if m in rows.columns
+                and bool(np.isfinite(as_floats(rows.columns[m])).any())]  # fmt: skip
     arms: dict[str, _Arm] = {}
     result: dict[str, RunCost] = {}
+    pending: _Pending = []
     for run in runs:
         span = rows.spans[run]
         arrays = staged.fetch(run)
@@ -480,7 +554,8 @@ def cost_runs(
             if "grader" in rows.columns
             else np.full(cost.size, np.nan)
         )
-        arm = _arm(staged, run, _nan(cost), _nan(grader), cluster)
+        usage = {m: _nan(as_floats(rows.columns[m])[span]) for m in measures}
+        arm = _arm(staged, run, _nan(cost), _nan(grader), cluster, usage)
         arms[run] = arm
         refusal = None
         if arm.missing_cost:
@@ -494,15 +569,35 @@ def cost_runs(
                 f"{run}: {arm.unscored_with_cost} observation(s) with a cost but no outcome are "
                 "left out of both sums (a missing outcome is not a failure)"
             )
-        figures = None
-        tasks: dict[str, CostFigures] = {}
-        if refusal is None:
-            every = np.ones(arm.sid.size, dtype=bool)
-            figures = _figures(arm, every, confidence_level, per_solved)
-            if len(staged.tasks) > 1:
-                for code, name in enumerate(staged.tasks):
-                    keep = arm.task == code
-                    if keep.any():
-                        tasks[name] = _figures(arm, keep, confidence_level, per_solved)
-        result[run] = RunCost(run, figures, refusal, arm.grader_cost, arm.grader_rows, tasks)
+        figures, tasks = (None, {}) if refusal else _run_figures(
+            staged, arm, arm.cost, per_solved, pending, "costs"
+        )  # fmt: skip
+        made = RunCost(run, figures, refusal, arm.grader_cost, arm.grader_rows, tasks)
+        for m in measures:
+            if arm.missing_usage[m]:  # a missing count is not 0
+                made.usage[m] = UsageCost(m, None, (
+                    f"{arm.missing_usage[m]} scored observation(s) of '{run}' lack "
+                    f"{USAGE[m][0]}: a missing count is not 0, so no {m} per {outcome} is given"
+                ))  # fmt: skip
+            else:
+                found, per_task = _run_figures(staged, arm, arm.usage[m], per_solved, pending,
+                                               m)  # fmt: skip
+                made.usage[m] = UsageCost(m, found, None, per_task)
+        result[run] = made
+    _finish(pending, confidence_level, seed)
     return CostRuns(outcome, per_solved, arms, result, notes)
+
+
+def _run_figures(staged: StagedScores, arm: _Arm, values: FloatArray, per_solved: bool,
+                 pending: _Pending,
+                 what: str) -> tuple[CostFigures, dict[str, CostFigures]]:  # fmt: skip
+    """A run's figures of `values` over all its samples and, with several tasks, per task."""
+    every = np.ones(arm.sid.size, dtype=bool)
+    figures = _figures(values, arm, every, per_solved, pending, what)
+    tasks: dict[str, CostFigures] = {}
+    if len(staged.tasks) > 1:
+        for code, name in enumerate(staged.tasks):
+            keep = arm.task == code
+            if keep.any():
+                tasks[name] = _figures(values, arm, keep, per_solved, pending, what)
+    return figures, tasks

@@ -123,7 +123,7 @@ def leaderboard_cost(
     staged = stage()
     choice = resolve_cluster(staged, cluster)
     made = cost_runs(staged, samples, runs, cluster=choice.cluster,
-                     confidence_level=confidence_level, label=label)  # fmt: skip
+                     confidence_level=confidence_level, label=label, seed=seed)  # fmt: skip
     notes = list(made.notes) + ([choice.note] if choice.note else [])
     if any(a.grader_rows for a in made.arms.values()):
         notes.append(

@@ -149,7 +149,7 @@ def rank_by_cost(
                          "cost", parameters=["cost"])  # fmt: skip
     choice = resolve_cluster(staged, cluster)
     made = cost_runs(staged, samples, runs, cluster=choice.cluster,
-                     confidence_level=confidence_level, label=metric)  # fmt: skip
+                     confidence_level=confidence_level, label=metric, seed=seed)  # fmt: skip
     missing = [c.refusal for c in made.runs.values() if c.refusal]
     if missing:
         raise InputError(
