@@ -13,6 +13,11 @@ from rich.console import Console
 
 from calipers import api
 from calipers.cli.compare_inputs import VsCommand, open_compared, vs_option
+from calipers.cli.compare_summaries import (
+    compare_from_summaries,
+    summary_options,
+    wants_summaries,
+)
 from calipers.cli.data import print_warnings
 from calipers.cli.main import cli
 from calipers.cli.options import (
@@ -155,6 +160,7 @@ from calipers.verdicts.flips import LISTED
     "when the runs are still growing and you will look again (docs/sequential.md; `calipers "
     "watch` decides and stops on it).",
 )
+@summary_options
 @map_option
 @json_option
 @html_option
@@ -208,10 +214,20 @@ def compare_command(
     positive over V; --gate worth-it passes only when every candidate's net benefit interval is
     above 0. A judge's cost (grader_cost_usd) is shown apart, never counted as the system's.
 
+    --parquet PATH|GLOB, --summaries FILE, --engine duckdb|ray: the verdict from the pair's
+    summary table, computed where the data live (docs/scale.md; `calipers sql` prints the query).
+
     Exit codes: 0 the verdict passes the gate, 1 input problem (an option the scheme does not
     take included; --gate worth-it without --value-per-solved), 2 the runs share no sample, 3
     the verdict fails the gate (worth-it: a net benefit not shown above 0, or no cost data).
     """
+    if wants_summaries(params):
+        compare_from_summaries(
+            files=files, vs=vs, scheme_name=scheme_name, baseline=baseline,
+            candidates=candidates, gate=gate, json_out=json_out, db=db,
+            gating=(gate_result, gate_line), **params,
+        )  # fmt: skip
+        return
     if scheme_name is None:
         comparing = [name for name, cls in available().items() if cls.CompareOptions is not None]
         raise InputError(

@@ -30,7 +30,7 @@ COMMANDS = {
     "score": "score", "leaderboard": "score", "schemes": "score",
     "compare": "compare", "plan": "plan", "grade": "grade", "rank": "rank",
     "check": "check", "init": "check", "run": "run", "demo": "demo", "report": "report",
-    "watch": "watch",
+    "watch": "watch", "sql": "sql",
     "view": "view",
 }  # fmt: skip
 COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))

@@ -15,7 +15,6 @@ from calipers.cli.options import (
     FiniteRange,
     LocalPath,
     db_option,
-    executor_options,
     html_option,
     is_quiet,
     judge_options,
@@ -23,6 +22,7 @@ from calipers.cli.options import (
     output_path,
     quiet_option,
 )
+from calipers.cli.run_data import dataset_options, run_on_dataset
 from calipers.cli.run_stop import make_stopper, stop_lines, stop_section
 from calipers.errors import CalipersError, DataError, InputError, Interrupted
 from calipers.render.text import escape
@@ -55,7 +55,7 @@ def store_rows(rows: list[dict[str, object]], db: Path) -> tuple[int, int]:
 
 
 @cli.command("run")
-@click.argument("suite", type=LocalPath(path_type=Path, dir_okay=False))
+@click.argument("suite", type=LocalPath(path_type=Path, dir_okay=False), required=False)
 @click.option(
     "--pipeline",
     "command",
@@ -191,7 +191,21 @@ def store_rows(rows: list[dict[str, object]], db: Path) -> tuple[int, int]:
     help="With --stop: exit 3 as compare's gates do (REGRESS; unless PROGRESS; unless "
     "non-inferior at --margin).",
 )
-@executor_options
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray", "ray-data"]),
+    default="local",
+    show_default=True,
+    help="local thread pool, Ray tasks, or Ray Data over a Parquet input of cases (--input, "
+    "--output; needs Ray: pip install ray).",
+)
+@click.option(
+    "--ray-address",
+    default=None,
+    metavar="ADDRESS",
+    help="Ray cluster to use (default: RAY_ADDRESS, else a private local one).",
+)
+@dataset_options
 @click.option(
     "--json",
     "json_path",
@@ -203,8 +217,10 @@ def store_rows(rows: list[dict[str, object]], db: Path) -> tuple[int, int]:
 @html_option
 @quiet_option
 @db_option
+@click.pass_context
 def run_command(
-    suite: Path, command: str, run_name: str, jobs: int | None, epochs: int | None, stdio: bool,
+    ctx: click.Context, suite: Path | None, command: str, run_name: str, jobs: int | None,
+    epochs: int | None, stdio: bool,
     timeout_s: float | None, transient_exit: tuple[int, ...], attempts: int | None,
     no_cache: bool, pipeline_version: str | None, reuse_from: str | None, seed: int,
     judges: tuple[str, ...],
@@ -215,6 +231,8 @@ def run_command(
     stop_design: str | None = None, stop_baseline: str | None = None,
     stop_metric: str | None = None, stop_bounds: str | None = None,
     stop_margin: str | None = None, stop_gate: str = "no-regress",
+    cases_input: Path | None = None, shards_output: Path | None = None,
+    block_size: int | None = None,
 ) -> None:  # fmt: skip
     """Run SUITE's tasks through the pipeline (bounded pool, cached, resumable), grade their
     assertions, call the judges and record every sample in the store.
@@ -222,10 +240,16 @@ def run_command(
     With --pairwise-against RUN (or the suite's judge.pairwise.against), the stored run is then
     judged against RUN in both orders on their shared samples (docs/rankings.md).
 
+    With --executor ray-data, the cases come from --input (Parquet) instead of SUITE and the
+    samples go to Parquet shards in --output instead of the store (docs/running.md).
+
     Exit codes: 0 ok, 1 a suite or option problem, 2 every invocation failed, or a judge
     failed on every call (or beyond --max-judge-failures), or the run shares no sample with a
     run it is compared with; the samples are stored either way.
     """
+    if run_on_dataset(ctx, suite, executor, cases_input, shards_output, block_size):
+        return  # --executor ray-data: cli/run_data.py
+    assert suite is not None  # run_on_dataset refuses a missing SUITE otherwise
     if no_pairwise and pairwise_against:
         raise InputError("--no-pairwise and --pairwise-against contradict each other")
     if reuse_from is not None and (no_cache or reuse_from == run_name):

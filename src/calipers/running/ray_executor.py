@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from calipers.data.files import write_atomic
-from calipers.errors import InputError
+from calipers.data.ray_session import connect_ray, import_ray
 from calipers.running.invoke import (
     Extract,
     InvocationResult,
@@ -38,7 +38,6 @@ from calipers.running.invoke import (
 from calipers.running.jobs import Job, default_workers, job_rng
 
 T = TypeVar("T")
-_LOCAL_OBJECT_STORE_BYTES = 256 * 1024**2  # outputs pass through it; Ray's default is 30% of RAM
 
 
 def invoke_remote(
@@ -62,16 +61,7 @@ class RayBackend:
     name = "ray"
 
     def __init__(self, *, workers: int | None = None, address: str | None = None) -> None:
-        try:
-            import ray
-        except ImportError:
-            raise InputError(
-                "--executor ray needs Ray, which is not installed",
-                hint="pip install ray into calipers' environment, or reinstall calipers with "
-                "its extra from a checkout: pip install '/path/to/calipers[ray]' (or run without "
-                "--executor ray).",
-            ) from None
-        self._ray = ray
+        self._ray = import_ray("--executor ray")
         self._workers = workers
         self._address = address or os.environ.get("RAY_ADDRESS") or None
         self._started = False
@@ -88,26 +78,10 @@ class RayBackend:
         return self._remote[name]
 
     def _connect(self) -> None:
-        ray, address = self._ray, self._address
-        if ray.is_initialized():
-            return
-        options: dict[str, Any] = {
-            "include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR",
-        }  # fmt: skip
-        if address is None:  # "local": a private instance, never a stray one found on disk
-            options |= {"address": "local", "num_cpus": self._workers or default_workers(),
-                        "object_store_memory": _LOCAL_OBJECT_STORE_BYTES}  # fmt: skip
-        else:
-            options["address"] = address
-        try:
-            ray.init(**options)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise InputError(
-                f"could not start or reach Ray ({address or 'local'}): {exc}",
-                hint="Check --ray-address / RAY_ADDRESS (e.g. ray://head:10001), or run "
-                "without --executor ray.",
-            ) from None
-        self._started = True
+        self._started = connect_ray(
+            self._ray, self._address, num_cpus=self._workers or default_workers(),
+            flag="--executor ray",
+        )  # fmt: skip
 
     def invoke(
         self, pipeline: Pipeline, job: Job, extract: Extract, seed: int

@@ -506,10 +506,14 @@ def detectable_difference(
 
 
 def _binary_detectable(diff: FloatArray, interval: Interval, power: float = 0.8) -> float:
+    return binary_detectable(float(np.mean(diff != 0)), interval, power)
+
+
+def binary_detectable(psi0: float, interval: Interval, power: float = 0.8) -> float:
     """δ = z₁₋α/₂·SE₀ + z_power·SE₁(δ): the null standard error from the interval, and under the
     alternative the variance of a paired 0/1 difference with the discordance it needs — an effect
-    δ adds up to |δ| discordant pairs (ψ₁ = ψ₀ + δ), so its variance is ψ₁ − δ², not the null's."""
-    psi0 = float(np.mean(diff != 0))
+    δ adds up to |δ| discordant pairs (ψ₁ = ψ₀ + δ), so its variance is ψ₁ − δ², not the null's.
+    `psi0`: the share of discordant observation pairs (the summaries give it without the rows)."""
     z_crit = interval.critical_value()
     z_pow = NormalDist().inv_cdf(power)
     se0 = interval.standard_error
