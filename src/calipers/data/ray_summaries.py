@@ -36,7 +36,13 @@ from typing import Any
 import numpy as np
 
 from calipers.data.ray_session import connect_ray, import_ray
-from calipers.data.summaries import COLUMNS, ClusterUnit, ComputedSummaries, is_remote
+from calipers.data.summaries import (
+    COLUMNS,
+    ClusterUnit,
+    ComputedSummaries,
+    decide_unit,
+    is_remote,
+)
 from calipers.errors import DataError, InputError
 
 ENGINE = "ray"
@@ -269,53 +275,22 @@ def metric_of(types: dict[str, Any], metric: str, origin: str) -> tuple[str, str
 def resolve_unit(
     dataset: Any, types: dict[str, Any], *, runs: tuple[str, str], cluster: str
 ) -> ClusterUnit:
-    """The unit `cluster` means, decided as `summaries.resolve_unit` decides it (the same rules
-    and words): `auto` clusters by `group` when every row of the two runs names one — counted
-    here by one pass of Ray Data over the run and group columns."""
-    if cluster == "sample_id":
-        return ClusterUnit(None, "sample_id", "--cluster sample_id")
-    if cluster == "task":
-        return ClusterUnit('"task"', "task", "--cluster task: the tasks are the units")
-    if cluster not in ("auto", "group"):
-        raise InputError(f"unknown `cluster` '{cluster}'",
-                         hint="Cluster by auto, sample_id, group or task.",
-                         parameters=["cluster"])  # fmt: skip
-    if "group" not in types:
-        if cluster == "group":
-            raise InputError(
-                "`cluster` group: the samples have no `group` column",
-                hint="Cluster by sample_id or task.",
-                parameters=["cluster"],
-            )
-        return ClusterUnit(None, "sample_id", "no sample names a group")
-    fn: Any = group_counts
-    counted = dataset.select_columns(["run", "group"]).map_batches(
-        fn, batch_format="pyarrow", batch_size=None, fn_kwargs={"runs": runs}
-    )
-    unnamed, names = 0, set()
-    for row in counted.iter_rows():
-        unnamed += int(row["unnamed"])
-        names.update(row["groups"])
-    groups = len(names)
-    if cluster == "group":
-        if unnamed:
-            raise InputError(
-                f"`cluster` group: {unnamed} observation(s) of the two runs have no `group`",
-                hint="Give every sample a `group`, or cluster by sample_id or task.",
-                parameters=["cluster"],
-            )
-        return ClusterUnit('"group"', "group", f"--cluster group: {groups} groups")
-    if groups == 0:
-        return ClusterUnit(None, "sample_id", "no sample names a group")
-    if unnamed:
-        return ClusterUnit(
-            None, "sample_id", "only some samples name a group",
-            "clustered by sample_id: only some samples name a group, so items of a group are "
-            "treated as independent; give every sample a `group` to cluster by group",
-        )  # fmt: skip
-    if groups < 2:
-        return ClusterUnit(None, "sample_id", "every sample names the same group: one group")
-    return ClusterUnit('"group"', "group", f"the samples name {groups} groups")
+    """The unit `cluster` means, decided by `summaries.decide_unit` (the same rules and words):
+    `auto` clusters by `group` when every row of the two runs names one — counted here by one
+    pass of Ray Data over the run and group columns."""
+
+    def count_groups() -> tuple[int, int]:
+        fn: Any = group_counts
+        counted = dataset.select_columns(["run", "group"]).map_batches(
+            fn, batch_format="pyarrow", batch_size=None, fn_kwargs={"runs": runs}
+        )
+        unnamed, names = 0, set()
+        for row in counted.iter_rows():
+            unnamed += int(row["unnamed"])
+            names.update(row["groups"])
+        return unnamed, len(names)
+
+    return decide_unit(cluster, has_group="group" in types, count_groups=count_groups)
 
 
 # ------------------------------------------------------------------- on the workers (stage 1)

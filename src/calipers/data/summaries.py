@@ -14,6 +14,7 @@ table names as quoted identifiers.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -249,6 +250,23 @@ def resolve_unit(
     """The unit `cluster` means here, as `resolve_cluster` decides it for rows: `auto` clusters
     by `group` when every sample of the two runs names one (one scan of that column), else by
     sample."""
+
+    def count_groups() -> tuple[int, int]:
+        where = f'"run" IN ({sql_literal(runs[0])}, {sql_literal(runs[1])})'
+        row = con.execute(
+            f'SELECT count(*) FILTER (WHERE "group" IS NULL), count(DISTINCT "group") '
+            f"FROM {source} WHERE {where}"
+        ).fetchall()[0]
+        return int(row[0]), int(row[1])
+
+    return decide_unit(cluster, has_group="group" in columns, count_groups=count_groups)
+
+
+def decide_unit(
+    cluster: str, *, has_group: bool, count_groups: Callable[[], tuple[int, int]]
+) -> ClusterUnit:
+    """The rules every engine shares: `count_groups()` (asked only where needed) gives the
+    observations of the two runs without a `group` and the distinct groups among the others."""
     if cluster == "sample_id":
         return ClusterUnit(None, "sample_id", "--cluster sample_id")
     if cluster == "task":
@@ -257,7 +275,7 @@ def resolve_unit(
         raise InputError(f"unknown `cluster` '{cluster}'",
                          hint="Cluster by auto, sample_id, group or task.",
                          parameters=["cluster"])  # fmt: skip
-    if "group" not in columns:
+    if not has_group:
         if cluster == "group":
             raise InputError(
                 "`cluster` group: the samples have no `group` column",
@@ -265,12 +283,7 @@ def resolve_unit(
                 parameters=["cluster"],
             )
         return ClusterUnit(None, "sample_id", "no sample names a group")
-    where = f'"run" IN ({sql_literal(runs[0])}, {sql_literal(runs[1])})'
-    row = con.execute(
-        f'SELECT count(*) FILTER (WHERE "group" IS NULL), count(DISTINCT "group") FROM {source} '
-        f"WHERE {where}"
-    ).fetchall()[0]
-    unnamed, groups = int(row[0]), int(row[1])
+    unnamed, groups = count_groups()
     if cluster == "group":
         if unnamed:
             raise InputError(

@@ -379,17 +379,23 @@ def paired_tests(
         out["mcnemar"] = test.to_dict()
     else:
         out["mcnemar"] = None
-        out["mcnemar_refusal"] = (
-            "the values are not all 0/1" if not binary else
-            "units have several observations (epochs or clusters): the sign test on the units' "
-            "mean differences is the exact test"
-        )  # fmt: skip
+        out["mcnemar_refusal"] = mcnemar_refusal(binary)
     out["sign"] = exact_sign_test(unit_d).to_dict()
     test = paired_t(unit_d)
     out["paired_t"] = None if test is None else test.to_dict()
     test = clustered_standard_error(d, codes, w)
     out["clustered_se"] = None if test is None else test.to_dict()
     return out
+
+
+def mcnemar_refusal(binary: bool) -> str:
+    """Why McNemar's test is not given (the summaries' report says it in the same words)."""
+    if not binary:
+        return "the values are not all 0/1"
+    return (
+        "units have several observations (epochs or clusters): the sign test on the units' "
+        "mean differences is the exact test"
+    )
 
 
 def _decided_by(d: Difference) -> str:

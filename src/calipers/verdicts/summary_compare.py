@@ -45,7 +45,13 @@ from calipers.verdicts.gates import (
     decide,
 )
 from calipers.verdicts.margin import MarginDecision, decide_margin, parse_margin
-from calipers.verdicts.paired import Difference, PairedComparison, _decided_by, _significant
+from calipers.verdicts.paired import (
+    Difference,
+    PairedComparison,
+    _decided_by,
+    _significant,
+    mcnemar_refusal,
+)
 from calipers.verdicts.persample import ComponentSummary, RunSummary, StagedScores
 from calipers.verdicts.summary_intervals import summary_detectable, summary_difference
 
@@ -174,11 +180,7 @@ def _tests(d: Difference, units: Units, binary: bool) -> dict[str, Any]:
         out["mcnemar"] = mcnemar(units).to_dict()
     else:
         out["mcnemar"] = None
-        out["mcnemar_refusal"] = (
-            "the values are not all 0/1" if not binary else
-            "units have several observations (epochs or clusters): the sign test on the units' "
-            "mean differences is the exact test"
-        )  # fmt: skip
+        out["mcnemar_refusal"] = mcnemar_refusal(binary)
     out["sign"] = sign_test(units).to_dict()
     test = paired_t(units)
     out["paired_t"] = None if test is None else test.to_dict()
