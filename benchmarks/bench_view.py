@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -126,6 +127,23 @@ class Server:
                     return time.perf_counter() - self.start
             time.sleep(0.05)
 
+    def cpu_s(self) -> float:
+        """CPU seconds the server has used (user + system, every thread)."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def settled_s(self) -> tuple[float, float]:
+        """Wait until the server's work ahead is done (its CPU time still for a second): (the
+        seconds waited, the CPU seconds it used meanwhile)."""
+        t0, start = time.perf_counter(), self.cpu_s()
+        last, still = start, time.perf_counter()
+        while time.perf_counter() - still < 1.0:
+            time.sleep(0.1)
+            now = self.cpu_s()
+            if now - last > 0.02:
+                last, still = now, time.perf_counter()
+        return time.perf_counter() - t0, last - start
+
     def peak_rss_mb(self) -> float:
         status = Path(f"/proc/{self.process.pid}/status").read_text()
         return int(re.search(r"VmHWM:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
@@ -140,11 +158,27 @@ class Server:
             self.process.wait()
 
 
+def load() -> float:
+    """The 1-minute load average: the machine is shared, so each figure carries it."""
+    return float(Path("/proc/loadavg").read_text().split()[0])
+
+
 def timed(server: Server, label: str, path: str, **params: str | list[str]) -> dict[str, float]:
     first = server.get(path, **params)
     again = statistics.median(server.get(path, **params) for _ in range(5))
-    print(f"{label:<44} first {first * 1000:8.1f} ms   again {again * 1000:7.1f} ms")
-    return {"first_ms": first * 1000, "again_ms": again * 1000}
+    now = load()
+    print(f"{label:<44} first {first * 1000:8.1f} ms   again {again * 1000:7.1f} ms   load {now}")
+    return {"first_ms": first * 1000, "again_ms": again * 1000, "load": now}
+
+
+def until_verdict(server: Server, path: str, **params: str) -> float:
+    """Seconds until the flips page shows its verdict (the comparison, made on a thread)."""
+    t0 = time.perf_counter()
+    while True:
+        with urlopen(server.url + path + ".json?" + urlencode(params), timeout=600) as response:
+            if json.loads(response.read())["verdict"] is not None:
+                return time.perf_counter() - t0
+        time.sleep(0.05)
 
 
 def bench_store() -> dict[str, object]:
@@ -160,14 +194,21 @@ def bench_store() -> dict[str, object]:
     warm.first_page_s()
     warm.stop()
     server = Server(STORE)
+    before = load()
     cold = {"listening_s": server.listening_s, "first_runs_page_s": server.first_page_s(),
-            "composites_shown_s": server.complete_s()}  # fmt: skip
+            "composites_shown_s": server.complete_s(), "load": before}  # fmt: skip
     print(
         f"cold start: listening {cold['listening_s']:.2f} s, first runs page "
         f"{cold['first_runs_page_s']:.2f} s, every layered composite shown "
-        f"{cold['composites_shown_s']:.2f} s"
+        f"{cold['composites_shown_s']:.2f} s   load {before}"
     )
-    time.sleep(2)  # the warm-up thread's imports done, as they are by the time one picks runs
+    # the warm-up's imports and the leaderboard computed ahead (once no page was asked for in a
+    # second), done by the time one has picked runs: the pages below are timed without them
+    time.sleep(1.5)
+    waited, worked = server.settled_s()
+    cold["ahead_done_s"], cold["ahead_cpu_s"] = waited + 1.5, worked
+    print(f"work ahead (the page's leaderboard) done {waited + 1.5:.1f} s after the last page, "
+          f"{worked:.1f} s of CPU   load {load()}")  # fmt: skip
     metric = {"baseline": "run-000", "candidate": "run-001", "scheme": "metric",
               "metric": "accuracy"}  # fmt: skip
     layered = {"baseline": "run-002", "candidate": "run-003", "scheme": "layered"}
@@ -221,6 +262,10 @@ def bench_store() -> dict[str, object]:
             server, "judges of a run (layered score)", "/judges", run="run-020"
         ),
         "repeats": timed(server, "repeats of a run (one epoch)", "/repeats", run="run-021"),
+        # the page's own (no options: layered here) is computed ahead once nobody waits
+        "leaderboard layered": timed(
+            server, "leaderboard, layered, 100 runs (ahead)", "/leaderboard", scheme="layered"
+        ),
         "leaderboard metric": timed(
             server,
             "leaderboard, metric accuracy, 100 runs",
@@ -228,8 +273,19 @@ def bench_store() -> dict[str, object]:
             scheme="metric",
             metric="accuracy",
         ),
-        "leaderboard layered": timed(
-            server, "leaderboard, layered, 100 runs", "/leaderboard", scheme="layered"
+        "leaderboard metric, another": timed(
+            server,
+            "leaderboard, metric correct, 100 runs",
+            "/leaderboard",
+            scheme="metric",
+            metric="correct",
+        ),
+        "leaderboard layered, 90%": timed(
+            server,
+            "leaderboard, layered, 90%, 100 runs",
+            "/leaderboard",
+            scheme="layered",
+            confidence="0.9",
         ),
         "history": timed(server, "history of a run (series of 100)", "/history", run="run-022"),
         "history.json": timed(server, "history.json, the stems", "/history.json"),
@@ -250,12 +306,18 @@ def bench_big() -> dict[str, object]:
         print(f"built {BIG} in {time.perf_counter() - t0:.1f} s")
     server = Server(BIG)
     server.first_page_s()
+    time.sleep(1.5)
+    server.settled_s()  # the warm-up's imports done (no leaderboard ahead: 2M observations)
     pair = {"baseline": "control", "candidate": "treatment", "scheme": "metric",
             "metric": "accuracy"}  # fmt: skip
+    before = load()
     flips_cold = server.get("/flips", **pair, kind="regressions")
-    print(f"2 × 1M: flips, first page, the comparison included: {flips_cold * 1000:.0f} ms")
+    verdict = until_verdict(server, "/flips", **pair, kind="regressions")
+    print(f"2 × 1M: flips, first page {flips_cold * 1000:.0f} ms (the flips alone), its verdict "
+          f"{verdict:.1f} s later (the comparison, on a thread)   load {before}")  # fmt: skip
     pages = {
-        "flips first page, comparison included": {"first_ms": flips_cold * 1000},
+        "flips first page": {"first_ms": flips_cold * 1000, "load": before},
+        "flips verdict shown after": {"s": verdict, "load": load()},
         "flips page 2": timed(
             server, "2 × 1M: flips, page 2", "/flips", **pair, kind="regressions", page="2"
         ),
@@ -332,9 +394,65 @@ def screenshots(out: Path) -> None:
             sock.close()
 
 
+def cost_overhead() -> dict[str, object]:
+    """What the cost figures add to the calls the viewer and the reports make, in process: each
+    call timed with them and with the cost function replaced by one that returns None (best of
+    5, after one warm call), on the 100 × 10k store (every sample has cost_usd)."""
+    from unittest import mock
+
+    import calipers
+    import calipers.schemes.layered as paired
+    import calipers.schemes.objective.scheme as objective
+    import calipers.schemes.reasonscore.costs as reasonscore
+    from calipers.data.store import Store
+
+    def best(fn: object) -> float:
+        fn()  # type: ignore[operator]
+        found = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            fn()  # type: ignore[operator]
+            found.append(time.perf_counter() - t0)
+        return min(found)
+
+    ten = [f"run-{i:03d}" for i in range(10)]
+    out: dict[str, object] = {}
+    with Store(STORE, read_only=True) as store:
+        cases = [
+            ("reasonscore, 10 runs", lambda: calipers.score(store.samples(ten), "reasonscore"),
+             reasonscore, "reasonscore_cost"),
+            ("reasonscore, 100 runs", lambda: calipers.score(store.samples(), "reasonscore"),
+             reasonscore, "reasonscore_cost"),
+            ("objective, 10 runs", lambda: calipers.score(store.samples(ten), "objective"),
+             objective, "objective_cost"),
+            ("compare metric 2 × 10k", lambda: calipers.compare(
+                store.samples(), "metric", baseline="run-000", candidates=["run-001"],
+                metric="accuracy"), paired, "analyse_cost"),
+            ("compare layered 2 × 10k", lambda: calipers.compare(
+                store.samples(), "layered", baseline="run-002", candidates=["run-003"]),
+             paired, "analyse_cost"),
+        ]  # fmt: skip
+        for label, fn, module, name in cases:
+            try:
+                with_cost = best(fn)
+            except calipers.errors.InputError as exc:  # the store's data does not suit it
+                print(f"{label:<28} not measured: {exc.message[:90]}")
+                continue
+            with mock.patch.object(module, name, lambda *a, **k: None):
+                without = best(fn)
+            share = (with_cost - without) / with_cost
+            print(f"{label:<28} with cost {with_cost * 1000:7.1f} ms, without "
+                  f"{without * 1000:7.1f} ms: {share:+.0%}   load {load()}")  # fmt: skip
+            out[label] = {"with_ms": with_cost * 1000, "without_ms": without * 1000,
+                          "share": share, "load": load()}  # fmt: skip
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--big", action="store_true", help="also the 2 × 1M comparison's flips")
+    parser.add_argument("--cost", action="store_true",
+                        help="also what the cost figures add to score and compare")  # fmt: skip
     parser.add_argument("--screenshots", type=Path, metavar="DIR",
                         help="only the pages' screenshots, into DIR (docs/images)")  # fmt: skip
     args = parser.parse_args()
@@ -345,6 +463,8 @@ def main() -> None:
     result: dict[str, object] = {"store_100x10k": bench_store()}
     if args.big:
         result["compare_2x1m"] = bench_big()
+    if args.cost:
+        result["cost_overhead"] = cost_overhead()
     print(json.dumps(result, indent=2))
     save("view", result)
 

@@ -5,6 +5,8 @@ package, the α bootstrap against `scipy.stats.bootstrap` on the same unit resam
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
 from pathlib import Path
@@ -220,6 +222,39 @@ def test_layered_scheme_reports_the_intervals() -> None:
     assert body["judge_pearson"]["method"] == "fisher-z-robust"
     assert body["judge_krippendorff_alpha"]["method"] == "bca"
     assert body["judge_krippendorff_alpha"]["seed"] == report["parameters"]["seed"]
+
+
+def test_layered_comparison_prints_the_agreement_its_json_holds(tmp_path: Path) -> None:
+    """`calipers compare --scheme layered` in the terminal shows each run's judge agreement
+    with its interval, the figures of its --json (as `calipers score` shows them)."""
+    from calipers.cli.main import main
+
+    rng = np.random.default_rng(11)
+    rows = []
+    for run, shift in (("base", 0.0), ("new", 0.4)):
+        for i in range(40):
+            z = rng.standard_normal() + shift
+            scores = np.clip(np.rint(3 + z + 0.7 * rng.standard_normal(2)), 1, 5)
+            rows.append({
+                "run": run, "task": "t", "sample_id": f"s{i}", "epoch": 0,
+                "judgments": [{"judge": j, "dimension": None, "score": float(s)}
+                              for j, s in zip(("a", "b"), scores, strict=True)],
+            })  # fmt: skip
+    data = tmp_path / "judged.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    args = ["compare", str(data), "--baseline", "base", "--candidate", "new", "--scheme",
+            "layered", "--gate", "none"]  # fmt: skip
+    out = tmp_path / "compare.json"
+    assert main([*args, "--json", str(out), "-q"]) == 0
+    variants = json.loads(out.read_text(encoding="utf-8"))["variants"]
+    shown = io.StringIO()
+    with contextlib.redirect_stdout(shown):
+        assert main(args) == 0
+    text = " ".join(shown.getvalue().split())
+    assert "judge agreement (95% intervals" in text
+    for run in ("base", "new"):
+        r = variants[run]["agreement"]["judge_pearson"]
+        assert f"{run}: judges r {r['estimate']:.2f} [{r['low']:.2f}, {r['high']:.2f}]" in text
 
 
 def test_the_study_section_is_rendered_from_its_figures(tmp_path: Path) -> None:

@@ -67,7 +67,7 @@ def render() -> str:
     shown = Console(width=100, record=True, no_color=True, file=part)
     terminal.comparison(demo, shown)
     text = part.getvalue()
-    start = text.index("atlas-large: ")  # from the tasks that moved on
+    start = text.index("atlas-large: ", text.index("treatment − control"))  # the tasks moved
     console.print(text[start : text.index("* significant")].rstrip(), markup=False,
                   highlight=False)  # fmt: skip
     flips_terminal(demo.to_dict(), console, top=1)

@@ -9,11 +9,14 @@ need another (a SQLite file given as `--db`) is refused with a clear error inste
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 
+from calipers.data.files import sql_literal
 from calipers.errors import InputError
 
 NO_EXTENSIONS: dict[str, Any] = {
@@ -81,3 +84,48 @@ def extension_error(exc: BaseException, what: str) -> InputError | None:
         "loads DuckDB extensions",
         hint="Give calipers a DuckDB store, or samples as JSON Lines, CSV or Parquet files.",
     )
+
+
+def position_in(column: str, names: Sequence[str]) -> str:
+    """SQL: the place of `column`'s value among `names`, counted from 0 (NULL for another). One
+    list search per row: a CASE with a branch per name costs a comparison per branch (over a
+    million rows of 100 runs, 0.06 s against 0.2 s)."""
+    return f"(list_position([{', '.join(sql_literal(n) for n in names)}], {column}) - 1)"
+
+
+def ordered(columns: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    """Fetched `columns` (fetchnumpy) with their rows sorted by the integer columns `keys`, the
+    first key first, when they are not already. Sorting here rather than in the query's ORDER BY
+    costs a third as much over the rows of a join (2M rows: 0.2 s against 0.6 s), and keys
+    that are unique give the order ORDER BY would."""
+    arrays = [np.asarray(columns[k], dtype=np.int64) for k in keys]
+    if arrays[0].size < 2:
+        return columns
+    tied = np.ones(arrays[0].size - 1, dtype=bool)
+    for key in arrays:  # already in order? (often: a scan in the order the rows were written)
+        step = np.diff(key)
+        if (step[tied] < 0).any():
+            break
+        tied &= step == 0
+    else:
+        return columns
+    n = arrays[0].size
+    low = [int(a.min()) for a in arrays]
+    widths = [int(a.max()) - lo + 1 for a, lo in zip(arrays, low, strict=True)]
+    space = float(np.prod(widths, dtype=np.float64))
+    step_order = None
+    if space < 2.0**62:
+        combined = np.zeros(n, dtype=np.int64)  # one key: one sort, not three
+        for key, lo, width in zip(arrays, low, widths, strict=True):
+            combined = combined * width + (key - lo)
+        if space <= 4 * n:  # dense keys (samples × epochs): each row put in its slot, O(n)
+            slot = np.full(int(space), -1, dtype=np.int64)
+            slot[combined] = np.arange(n)
+            step_order = slot[slot >= 0]
+            if step_order.size != n:  # a key twice: sorted instead, ties kept in order
+                step_order = None
+        if step_order is None:
+            step_order = np.argsort(combined, kind="stable")
+    else:
+        step_order = np.lexsort(arrays[::-1])
+    return {name: values[step_order] for name, values in columns.items()}  # masks kept

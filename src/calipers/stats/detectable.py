@@ -253,18 +253,19 @@ def room(mean: FloatArray, scale: tuple[float, float]) -> FloatArray:
 
 
 def informative_rows(rows: FloatArray) -> npt.NDArray[np.intp]:
-    """Each row's informative units as `calipers.stats.shape.t_adequacy` counts them: those not
-    at the most common value, plus one of those at it."""
+    """Each row's informative units as `calipers.stats.shape.t_adequacy` counts them (those not
+    at the most common value, plus one of those at it) where one value holds more than half the
+    row, else ⌈G/2⌉ + 1: no fewer than the count, and no fewer than the rule's minimum (the t
+    rule needs G > 28), which is all the rule asks of it. A value holding more than half a row
+    is its median: a partition per row, not a sort (the MDE of a layered comparison of 10,000
+    samples spent half its time sorting here)."""
     g = rows.shape[1]
     scale = np.max(np.abs(rows), axis=1, keepdims=True)
     scale[scale == 0] = 1.0
-    ordered = np.sort(np.round(rows / scale, 12), axis=1)
-    index = np.broadcast_to(np.arange(g), ordered.shape)
-    starts = np.concatenate(
-        (np.ones((rows.shape[0], 1), dtype=bool), ordered[:, 1:] != ordered[:, :-1]), axis=1
-    )
-    run = index - np.maximum.accumulate(np.where(starts, index, 0), axis=1) + 1
-    return np.asarray(g - run.max(axis=1) + 1)
+    rounded = np.round(rows / scale, 12)
+    middle = np.partition(rounded, g // 2, axis=1)[:, g // 2 : g // 2 + 1]
+    at_middle = np.count_nonzero(rounded == middle, axis=1)
+    return np.asarray(np.where(2 * at_middle > g, g - at_middle + 1, (g + 1) // 2 + 1))
 
 
 def t_rule_rows(rows: FloatArray, informative: npt.NDArray[np.intp] | None = None) -> BoolArray:

@@ -25,6 +25,7 @@ import logging
 import re
 import shlex
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,11 +47,11 @@ from calipers.version import calipers_version
 from calipers.view.pages import MorePages
 from calipers.view.reading import (
     BUSY_RETRY_S,
+    Later,
     NotFound,
     Reader,
     StoreBusy,
     begin_request,
-    fingerprint,
     served_stale,
 )
 from calipers.view.runs import Composites
@@ -70,6 +71,7 @@ HEADERS = {
     "X-Frame-Options": "DENY",
     "Cache-Control": "no-store",  # a reload reads the store again: new runs appear
 }
+IDLE_S = 1.0  # work ahead (`prepare_board`) starts once no request came for this long
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1", "[::1]"]
 TEMPLATES = ("view_runs.html.j2", "view_compare.html.j2", "view_flips.html.j2",
              "view_sample.html.j2", "view_message.html.j2", "view_several.html.j2",
@@ -139,6 +141,8 @@ class Viewer(MorePages):
         self.env = environment("calipers.view")
         self.env.globals["url"] = _url
         self.composites = Composites()  # the runs' layered composites, kept apart
+        self._answering, self._last_answer = 0, 0.0  # requests in progress; when one ended
+        self._answering_lock = threading.Lock()
 
     # ------------------------------------------------------------------ plumbing
 
@@ -164,6 +168,9 @@ class Viewer(MorePages):
         # event loop (and other requests) up.
         def endpoint(request: Request) -> Response:
             begin_request()
+            with self._answering_lock:
+                self._answering += 1
+                self._last_answer = time.monotonic()
             try:
                 page = build(request)
                 stale = served_stale()
@@ -195,8 +202,20 @@ class Viewer(MorePages):
                     f"calipers view failed on this page ({type(exc).__name__}).",
                     "The traceback is in the terminal that runs calipers view; please report it.",
                 )  # fmt: skip
+            finally:
+                with self._answering_lock:
+                    self._answering -= 1
+                    self._last_answer = time.monotonic()
 
         return endpoint
+
+    def idle(self) -> bool:
+        """No request is being answered, nor was in the last IDLE_S, and the runs' composites
+        are not being computed: work ahead may begin."""
+        if self.composites.working.locked():
+            return False
+        with self._answering_lock:
+            return not self._answering and time.monotonic() - self._last_answer >= IDLE_S
 
     def _render(self, request: Request, page: Page) -> str:
         template = self.env.get_template(page.template)
@@ -222,11 +241,9 @@ class Viewer(MorePages):
 
     def listing(self) -> dict[str, Any]:
         """The runs page's data (`runs.runs_listing`), with the layered composites known."""
-        from calipers.view.runs import runs_listing
+        from calipers.view.runs import cached_listing
 
-        stamp = repr(fingerprint(self.db))
-        listing = self.reader.cached(("runs",), lambda store: runs_listing(store, stamp))
-        return self.composites.fill(listing, self.reader.read)
+        return self.composites.fill(cached_listing(self.reader), self.reader.read)
 
     # ------------------------------------------------------------------ pages
 
@@ -250,16 +267,50 @@ class Viewer(MorePages):
         return pick(params, request.query_params.getlist("run") if not prefix else [],
                     self.listing())  # fmt: skip
 
-    def _compared(self, chosen: Any) -> Any:
-        from calipers.view.comparing import compare
+    def compared(self, chosen: Any, *, cost: bool = False) -> Any:
+        """The comparison `chosen` names (a pair, or several candidates), kept for the store's
+        state: without its cost section for a page (which does not show it), with it for the
+        twin (`calipers compare --json`'s document) — added to the one kept when there is one."""
+        from calipers.view.comparing import compare, with_cost
 
-        key = ("compare", chosen.baseline, chosen.candidate, chosen.scheme, chosen.options)
-        return self.reader.cached(key, lambda store: compare(store, chosen), big=True)
+        key = _compare_key(chosen)
+        if not cost:
+            found, costed = self.reader.peek((*key, "cost"), big=True)
+            if found:
+                return costed
+            return self.reader.cached(key, lambda store: compare(store, chosen, cost=False),
+                                      big=True)  # fmt: skip
+
+        def make(store: Any) -> Any:
+            found, plain = self.reader.peek(key, big=True)
+            if found:
+                return with_cost(store, chosen, plain)
+            return compare(store, chosen)
+
+        return self.reader.cached((*key, "cost"), make, big=True)
+
+    def _flips_of(self, chosen: Any, *, verdict: bool = False) -> tuple[Any, Later | None]:
+        """The pair's flips — the comparison's when it is kept, else computed alone (a fraction
+        of the comparison over millions of samples) — and, with `verdict`, the comparison as
+        far as it is (`Reader.later`: started on a thread when it is not kept)."""
+        from calipers.view.comparing import compare, pair_flips
+
+        key = _compare_key(chosen)
+        for kept in ((*key, "cost"), key):
+            found, compared = self.reader.peek(kept, big=True)
+            if found:
+                return compared.flips(chosen.candidate), Later(compared)
+        flips = self.reader.cached(("flips", *key[1:]),
+                                   lambda store: pair_flips(store, chosen), big=True)  # fmt: skip
+        if not verdict:
+            return flips, None
+        made = self.reader.later(key, lambda store: compare(store, chosen, cost=False), big=True)
+        return flips, made
 
     def compare(self, request: Request) -> Page:
         from calipers.stats.estimate import INTERVAL_METHODS
         from calipers.verdicts.persample import CLUSTERS
-        from calipers.view.comparing import pick_several, plots, task_bars
+        from calipers.view.comparing import forest, pick_several, task_bars
 
         several = pick_several(
             request.query_params,
@@ -270,11 +321,11 @@ class Viewer(MorePages):
         if len(several.candidates) > 1:  # each against the baseline: pages.py
             return self.several(request, several)  # type: ignore[no-any-return]
         chosen = several.pair(several.candidates[0])
-        compared = self._compared(chosen)
         if request.url.path.endswith(".json"):  # the twin: the report, as `--json` writes it
             from calipers.render.json_report import dumps
 
-            return Page("", "", {}, None, twin_text=dumps(compared.report))
+            return Page("", "", {}, None, twin_text=dumps(self.compared(chosen, cost=True).report))
+        compared = self.compared(chosen)
         runs = {r["run"]: r for r in self.listing()["runs"]}
         both = [runs.get(chosen.baseline, {}), runs.get(chosen.candidate, {})]
         metrics = [m for m in both[0].get("metrics", {}) if m in both[1].get("metrics", {})]
@@ -282,7 +333,8 @@ class Viewer(MorePages):
         report = compared.report
         context = {
             "pick": chosen, "report": report, "pair": compared.pair, "query": query,
-            "label": _label(report), "plots": plots(compared), "run_names": list(runs),
+            "label": _label(report), "forest": forest(compared.pair, _label(report)),
+            "run_names": list(runs),
             "bars": task_bars(compared.pair),
             "metrics": metrics, "clusters": [c for c in CLUSTERS if c != "auto"],
             "intervals": [m for m in INTERVAL_METHODS if m != "auto"],
@@ -311,13 +363,20 @@ class Viewer(MorePages):
         size_text = params.get("size", "").strip()
         size = _number("size", size_text) if size_text else None
         page = _page_number(params.get("page", "1"))
-        data = flips_page(self._compared(chosen), chosen, kind=kind, task=task, klass=klass,
-                          size=size, page=page)  # fmt: skip
+        found, compared = self._flips_of(chosen, verdict=True)
+        assert compared is not None
+        verdict = None if compared.value is None else compared.value.pair["verdict"]
+        data = flips_page(found, chosen, verdict, kind=kind, task=task, klass=klass, size=size,
+                          page=page)  # fmt: skip
+        # the verdict follows when its comparison is made (the flips did not wait for it)
+        data["verdict_pending"] = compared.pending
+        data["verdict_error"] = None if compared.error is None else _error_text(compared.error)
         query = chosen.query()
         sample_query = {k: v for k, v in query.items() if k not in ("baseline", "candidate")}
         sample_query = {"run": chosen.baseline, "other": chosen.candidate, **sample_query}
         context = {
             "data": data, "query": query, "sample_query": sample_query,
+            "refresh": 2 if compared.pending else None,
             "filter_query": {**query, "kind": kind, "task": task, "class": klass,
                              "size": size_text},
         }  # fmt: skip
@@ -345,11 +404,25 @@ class Viewer(MorePages):
         change, compare_query = {}, None
         if other and params.get("scheme"):  # opened from a comparison: its line for the sample
             chosen = self._pick(request, prefix="sample")
-            change = sample_change(self._compared(chosen), chosen, task, sample_id)
+            change = sample_change(self._flips_of(chosen)[0], task, sample_id)
             compare_query = chosen.query()
         twin = {**data, "change": change or None}
         context = {"data": data, "change": change, "compare_query": compare_query}
         return Page("view_sample.html.j2", f"Sample {sample_id}", context, twin)
+
+
+def _compare_key(chosen: Any) -> tuple[Any, ...]:
+    """A comparison's key in the reader's cache: a pair's (`Pick`) or several candidates'."""
+    runs = getattr(chosen, "candidates", None) or chosen.candidate
+    return ("compare", chosen.baseline, runs, chosen.scheme, chosen.options)
+
+
+def _error_text(exc: Exception) -> str:
+    """What a page says of an error met on a thread: a library error's message, else its kind
+    (its traceback in the terminal)."""
+    if isinstance(exc, CalipersError):
+        return _in_query_names(exc)[0]
+    return f"the comparison failed ({type(exc).__name__}); the traceback is in the terminal"
 
 
 def _label(report: Mapping[str, Any]) -> str:
@@ -407,8 +480,8 @@ def allowed_hosts(host: str) -> list[str]:
 
 def create_app(db: Path, *, host: str = "127.0.0.1", warm: bool = False) -> Starlette:
     """The viewer of the store at `db`, answering requests addressed to `host` (and loopback).
-    `warm`: on a thread at start, list the runs (the first page) and load the statistics and
-    plotting stack, so that the first pages do not wait for them."""
+    `warm`: on a thread at start, list the runs (the first page) and load the statistics stack,
+    so that the first pages do not wait for them; then compute the leaderboard ahead."""
     viewer = Viewer(Path(db))
 
     def warm_up() -> None:
@@ -416,10 +489,13 @@ def create_app(db: Path, *, host: str = "127.0.0.1", warm: bool = False) -> Star
             viewer.listing()  # a request meanwhile waits for this one (Reader.cached)
             for name in TEMPLATES:  # compiled once, here rather than on each page's first view
                 viewer.env.get_template(name)
-            from calipers.render.plots import forest
+            from calipers.schemes import get_scheme
             from calipers.view import comparing  # noqa: F401
 
-            forest([("warm", 0.0, -1.0, 1.0, False)], title="warm")  # matplotlib's fonts
+            get_scheme("metric")  # every scheme registered, the statistics stack imported
+            # then the leaderboard the page opens with (at the usual CPU priority: a page that
+            # asks for it meanwhile waits for this computation)
+            viewer.prepare_board(viewer.idle)
         except Exception:  # only a head start: the request that needs it will say what failed
             LOG.debug("warm-up failed", exc_info=True)
 

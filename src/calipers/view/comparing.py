@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from calipers import api
 from calipers.data.files import visible_controls
 from calipers.data.store import Store
 from calipers.errors import InputError
@@ -268,12 +267,14 @@ def pick_several(
 
 @dataclass
 class Compared:
-    """A comparison as the pages use it: the result, its JSON document (what `calipers compare
-    --json --gate none` writes) and its plots, drawn when first shown."""
+    """A comparison as the pages use it: the result and its JSON document (what `calipers compare
+    --json --gate none` writes, once `costed`)."""
 
     result: Any  # calipers.verdicts.compare.CompareResult
     report: dict[str, Any]
-    plots: dict[str, str] | None = None
+    # with its cost section: the twin's document holds it, the pages do not show it, and its
+    # bootstraps were 0.3–1.3 s of a 2 × 10,000 metric comparison's 0.35–1.7 s (2026-11-27)
+    costed: bool = True
 
     @property
     def pair(self) -> dict[str, Any]:
@@ -284,54 +285,70 @@ class Compared:
         return dict(getattr(self.result, "flips", {}) or {}).get(candidate)
 
 
-def compare(store: Store, chosen: Pick | Several) -> Compared:
-    """`calipers.compare` over the store's samples, as `calipers compare --db` calls it."""
+def compare(store: Store, chosen: Pick | Several, *, cost: bool = True) -> Compared:
+    """`calipers.compare` over the store's samples, as `calipers compare --db` calls it (the
+    paired schemes' `compare`); `cost` False: without its cost section (`PairedScheme.compare`)."""
     from calipers.render.json_report import clean
+    from calipers.schemes import get_scheme
 
     candidates = list(chosen.candidates) if isinstance(chosen, Several) else [chosen.candidate]
-    result = api.compare(
-        store.samples(), chosen.scheme, baseline=chosen.baseline,
-        candidates=candidates, **dict(chosen.options),
+    scheme: Any = get_scheme(chosen.scheme)
+    result = scheme.compare(
+        store.samples(), baseline=chosen.baseline, candidates=candidates, cost=cost,
+        **dict(chosen.options),
     )  # fmt: skip
-    return Compared(result, clean(result.to_dict()))
+    return Compared(result, clean(result.to_dict()), costed=cost)
 
 
-def plots(compared: Compared) -> dict[str, str]:
-    """The pair's forest of paired differences (the compared value and each layer): the SVG the
-    static page draws (render/plots.py). The tasks' intervals are drawn as bars in their table
-    (`task_bars`), which costs nothing next to a second figure (~0.1 s)."""
-    if compared.plots is not None:
-        return compared.plots
-    from calipers.render.plots import forest
-    from calipers.schemes.layered.scoring import value_label
+def with_cost(store: Store, chosen: Pick | Several, compared: Compared) -> Compared:
+    """`compared` (made without its cost section) with it: what `calipers compare --json`
+    writes."""
+    from calipers.render.json_report import clean
+    from calipers.schemes import get_scheme
 
-    report, pair = compared.report, compared.pair
-    label = value_label(report["scheme"], report["parameters"])
+    scheme: Any = get_scheme(chosen.scheme)
+    scheme.cost_of(store.samples(), compared.result, **dict(chosen.options))
+    return Compared(compared.result, clean(compared.result.to_dict()))
 
-    def row(name: str, d: Mapping[str, Any] | None) -> tuple[str, Any, Any, Any, bool]:
-        d = d or {}
-        return name, d.get("estimate"), d.get("low"), d.get("high"), bool(d.get("significant"))
 
-    level = f"{pair['confidence_level']:.0%} intervals"
+def pair_flips(store: Store, chosen: Pick) -> Any:
+    """The pair's flips (`calipers.verdicts.flips.PairFlips`) as `compare` finds them, without
+    the comparison (`PairedScheme.flips`): the flips page's first view waits for these only."""
+    from calipers.schemes import get_scheme
+
+    scheme: Any = get_scheme(chosen.scheme)
+    return scheme.flips(store.samples(), baseline=chosen.baseline, candidate=chosen.candidate,
+                        **dict(chosen.options))  # fmt: skip
+
+
+def forest(pair: Mapping[str, Any], label: str) -> list[dict[str, Any]]:
+    """The pair's paired differences — the compared value (`label`), then each layer — with
+    where each falls on one scale shared by them, zero and the margin (`_bars`): the forest the
+    static page draws with matplotlib, as bars in a table (the figure was 0.07–0.14 s of a
+    comparison's first view, and the viewer's only use of matplotlib)."""
+    rows = [(label, pair.get("composite") or {}),
+            *((name, d or {}) for name, d in (pair.get("layers") or {}).items())]  # fmt: skip
     margin = (pair.get("margin") or {}).get("margin")
-    drawn = {
-        "pair": forest(
-            [row(label, pair["composite"]), *(row(n, d) for n, d in pair["layers"].items())],
-            title=f"paired differences ({level})" + ("" if margin is None else
-                                                     f", margin ±{margin:.3g}"),
-            margin=margin,
-        )
-    }  # fmt: skip
-    compared.plots = drawn
-    return drawn
+    marks = [] if margin is None else [-float(margin), float(margin)]
+    bars = _bars({name: (d.get("estimate"), d.get("low"), d.get("high")) for name, d in rows},
+                 marks)  # fmt: skip
+    return [{"name": name, "d": d, "bar": bars.get(name)} for name, d in rows]
 
 
-def task_bars(pair: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+def task_bars(pair: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Per task, where its difference and interval fall on one scale shared by the tasks (and
-    zero), in percent of the bar's width: `low`, `width`, `at` (the estimate) and `zero`."""
+    zero), in percent of the bar's width (`_bars`)."""
     tasks: Mapping[str, Mapping[str, Any]] = pair.get("tasks") or {}
-    ends = [0.0] + [float(t[k]) for t in tasks.values() for k in ("low", "high", "diff")
-                    if t.get(k) is not None]  # fmt: skip
+    return _bars({name: (t.get("diff"), t.get("low"), t.get("high")) for name, t in tasks.items()})
+
+
+def _bars(
+    values: Mapping[str, tuple[Any, Any, Any]], marks: list[float] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Per name with an estimate, where its (estimate, low, high) fall on one scale shared by
+    them, zero and `marks` (the margin), in percent of the bar's width: `low`, `width`, `at` (the
+    estimate), `zero` and `marks`."""
+    ends = [0.0, *(marks or [])] + [float(x) for v in values.values() for x in v if x is not None]
     lo, hi = min(ends), max(ends)
     span = (hi - lo) or 1.0
 
@@ -339,14 +356,14 @@ def task_bars(pair: Mapping[str, Any]) -> dict[str, dict[str, float]]:
         return round(100 * (x - lo) / span, 2)
 
     bars = {}
-    for name, t in tasks.items():
-        if t.get("diff") is None:
+    for name, (estimate, low_end, high_end) in values.items():
+        if estimate is None:
             continue
-        diff = float(t["diff"])
-        low = float(t["low"]) if t.get("low") is not None else diff
-        high = float(t["high"]) if t.get("high") is not None else diff
-        bars[name] = {"low": at(low), "width": max(at(high) - at(low), 0.5),
-                      "at": at(diff), "zero": at(0.0)}  # fmt: skip
+        diff = float(estimate)
+        low = float(low_end) if low_end is not None else diff
+        high = float(high_end) if high_end is not None else diff
+        bars[name] = {"low": at(low), "width": max(at(high) - at(low), 0.5), "at": at(diff),
+                      "zero": at(0.0), "marks": [at(m) for m in marks or []]}  # fmt: skip
     return bars
 
 
@@ -357,8 +374,9 @@ def _value(x: Any) -> Any:
 
 
 def flips_page(
-    compared: Compared,
+    found: Any,
     chosen: Pick,
+    verdict: str | None,
     *,
     kind: str = "",
     task: str = "",
@@ -370,7 +388,8 @@ def flips_page(
     flips), and the samples that regressed or improved — of one direction (`kind`), `task` and
     class (`klass`), and changed by at least `size` (the magnitude of the change on the compared
     value's scale: an error's flip, which has no change, is then left out) when given — largest
-    change first, PER_PAGE of them on page `page`."""
+    change first, PER_PAGE of them on page `page`. `found`: the pair's `PairFlips`; `verdict`:
+    the comparison's, None while it is computed."""
     if kind and kind not in DIRECTIONS:
         raise InputError(f"kind={kind!r}: give regressions or improvements", parameters=["kind"])
     if klass and klass not in CLASSES:
@@ -380,7 +399,6 @@ def flips_page(
     if size is not None and size < 0:
         raise InputError(f"size={size:g}: give a change's magnitude, 0 or more",
                          parameters=["size"])  # fmt: skip
-    found = compared.flips(chosen.candidate)
     if found is None:
         raise InputError(f"the {chosen.scheme} comparison lists no flips")
     summary = found.to_dict()
@@ -416,7 +434,7 @@ def flips_page(
     return {
         "pair": {"baseline": chosen.baseline, "candidate": chosen.candidate},
         "scheme": chosen.scheme,
-        "verdict": compared.pair["verdict"],
+        "verdict": verdict,
         "filters": {
             "kind": kind or None,
             "task": task or None,
@@ -432,10 +450,10 @@ def flips_page(
     }
 
 
-def sample_change(compared: Compared, chosen: Pick, task: str, sample_id: str) -> dict[str, Any]:
-    """One sample's line in the comparison: both values, the change, its direction and class
-    (and, for a listed flip, each epoch's values); {} when the pair does not hold it."""
-    found = compared.flips(chosen.candidate)
+def sample_change(found: Any, task: str, sample_id: str) -> dict[str, Any]:
+    """One sample's line in the pair's flips (`PairFlips`): both values, the change, its
+    direction and class (and, for a listed flip, each epoch's values); {} when the pair does not
+    hold it."""
     if found is None:
         return {}
     s = found.samples

@@ -20,6 +20,9 @@ from calipers.errors import InputError
 from calipers.view.reading import NotFound, Reader
 
 T = TypeVar("T")
+# a store of at most this many observations has its leaderboard computed ahead (`prepare_board`:
+# a few seconds of work on two cores; a larger store's waits until it is asked for)
+PREPARE_OBSERVATIONS = 1_000_000
 
 
 def _run_param(request: Request, listing: dict[str, Any], *, required: bool) -> str | None:
@@ -39,6 +42,7 @@ class MorePages:
 
     reader: Reader
     listing: Callable[[], dict[str, Any]]
+    compared: Callable[..., Any]  # app.Viewer.compared
     page: Callable[..., Any]  # app.Page
 
     def _cached(self, key: Hashable, fn: Callable[[Store], T]) -> T:
@@ -50,14 +54,12 @@ class MorePages:
         """`calipers compare` with several candidates: the roll-up verdict, then one row per
         candidate — its verdict, difference and interval, α (the family's, split over the
         candidates), n, MDE — each linking to its pair's own page."""
-        from calipers.view.comparing import compare
-
-        key = ("compare", chosen.baseline, chosen.candidates, chosen.scheme, chosen.options)
-        compared = self.reader.cached(key, lambda store: compare(store, chosen), big=True)
         if request.url.path.endswith(".json"):  # the twin: `calipers compare --json`'s document
             from calipers.render.json_report import dumps
 
-            return self.page("", "", {}, None, twin_text=dumps(compared.report))
+            made = self.compared(chosen, cost=True)
+            return self.page("", "", {}, None, twin_text=dumps(made.report))
+        compared = self.compared(chosen)
         from calipers.schemes.layered.scoring import value_label
 
         report = compared.report
@@ -122,6 +124,24 @@ class MorePages:
         context = {"data": data, "board": board, "metrics": all_metrics(listing),
                    "query": board.query()}  # fmt: skip
         return self.page("view_leaderboard.html.j2", "Leaderboard", context, None)
+
+    def prepare_board(self, idle: Callable[[], bool]) -> None:
+        """The leaderboard the page opens with (no options: `board.pick_board`), computed ahead
+        — once `idle()` says no request is being answered — on a store small enough
+        (`PREPARE_OBSERVATIONS`), so that its first view is the template only. Its rank
+        intervals' resamples are then kept too (`stats.rankings`), for the next leaderboard."""
+        import time
+
+        from calipers.view.board import leaderboard, pick_board
+
+        listing = self.listing()
+        if sum(r["observations"] for r in listing["runs"]) > PREPARE_OBSERVATIONS:
+            return
+        while not idle():
+            time.sleep(0.1)
+        board = pick_board({}, listing)
+        self.reader.cached(("leaderboard", board.scheme, board.options),
+                           lambda store: leaderboard(store, board), big=True)  # fmt: skip
 
     # ------------------------------------------------------------ history
 

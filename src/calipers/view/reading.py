@@ -19,15 +19,17 @@ computed has nothing to show.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from calipers.data.store import Store, is_locked
-from calipers.errors import InputError
+from calipers.errors import CalipersError, InputError
 
 T = TypeVar("T")
 
@@ -79,6 +81,16 @@ def served_stale() -> bool:
     return bool(getattr(_REQUEST, "stale", False))
 
 
+@dataclass
+class Later:
+    """What `Reader.later` has: the answer (`value`), or none yet (`pending`: being computed),
+    or the error its computation met."""
+
+    value: Any
+    pending: bool = False
+    error: Exception | None = None
+
+
 class _Cache:
     """The answers of the latest `size` keys, each with the fingerprint it was computed at."""
 
@@ -112,9 +124,11 @@ class Reader:
         self.pauses = pauses
         self.locked = 0  # opens that found the store locked by a writer (each retried or busy)
         self._small = _Cache(64)
-        self._big = _Cache(4)
+        self._big = _Cache(8)  # a pair may keep its flips, its comparison and its twin
         self._locks: dict[Hashable, threading.Lock] = {}
         self._locks_lock = threading.Lock()
+        self._later: set[Hashable] = set()  # keys being computed on a thread (`later`)
+        self._failed: dict[Hashable, tuple[Fingerprint, Exception]] = {}
 
     def read(self, fn: Callable[[Store], T]) -> T:
         for pause in (*(PAUSES if self.pauses is None else self.pauses), None):
@@ -151,6 +165,49 @@ class Reader:
                 return kept[1]  # type: ignore[no-any-return]
             cache.put(key, (stamp, value))
             return value
+
+    def peek(self, key: Hashable, *, big: bool = False) -> tuple[bool, Any]:
+        """(True, the answer) when `cached(key, ...)` keeps one for the store's state as it is
+        now; else (False, None). Computes nothing."""
+        found, kept = (self._big if big else self._small).get(key)
+        if found and kept[0] == fingerprint(self.db):
+            return True, kept[1]
+        return False, None
+
+    def later(self, key: Hashable, fn: Callable[[Store], T], *, big: bool = False) -> Later:
+        """`cached(key, fn)` without waiting for it: its answer when kept for the store's state,
+        else computed on a thread (one per key at a time) for a request after this one — a page
+        shows what it has meanwhile and reloads. An error it met is the answer's `error`."""
+        found, value = self.peek(key, big=big)
+        if found:
+            return Later(value)
+        stamp = fingerprint(self.db)
+        with self._locks_lock:
+            failed = self._failed.get(key)
+            if failed is not None and failed[0] == stamp:
+                return Later(None, error=failed[1])
+            if key in self._later:
+                return Later(None, pending=True)
+            self._later.add(key)
+
+        def compute() -> None:
+            try:
+                self.cached(key, fn, big=big)
+            except StoreBusy:  # a writer holds the store: the next request asks again
+                pass
+            except Exception as exc:  # said on the page that waits for it, not retried
+                if not isinstance(exc, CalipersError):  # a bug: its traceback to the terminal
+                    logging.getLogger("calipers.view").error("%s failed", key, exc_info=exc)
+                with self._locks_lock:
+                    if len(self._failed) > 256:  # failures of older states need not stay
+                        self._failed.clear()
+                    self._failed[key] = (stamp, exc)
+            finally:
+                with self._locks_lock:
+                    self._later.discard(key)
+
+        threading.Thread(target=compute, name="calipers-view-later", daemon=True).start()
+        return Later(None, pending=True)
 
     def _computing(self, key: Hashable) -> threading.Lock:
         with self._locks_lock:

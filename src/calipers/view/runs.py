@@ -22,11 +22,18 @@ import numpy as np
 from calipers.data.run_metrics import run_metric_means
 from calipers.data.store import Store, describe_runs
 from calipers.errors import CalipersError
-from calipers.view.reading import StoreBusy
+from calipers.view.reading import Reader, StoreBusy, fingerprint
 
 # layered observations to stage while the page waits (about 0.1 s); more go to a thread
 SYNC_LIMIT = 100_000
 MEMO_LIMIT = 10_000  # composites kept before the memo starts afresh
+
+
+def cached_listing(reader: Reader) -> dict[str, Any]:
+    """The runs page's data for the store's state as it is now, kept by `reader` (computed once
+    per state, by whichever caller asks first; the others wait for it)."""
+    stamp = repr(fingerprint(reader.db))
+    return reader.cached(("runs",), lambda store: runs_listing(store, stamp))
 
 
 def runs_listing(store: Store, stamp: str) -> dict[str, Any]:

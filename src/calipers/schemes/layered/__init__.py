@@ -24,8 +24,8 @@ from calipers.schemes.registry import register
 from calipers.stats.estimate import INTERVAL_METHODS
 from calipers.verdicts.by_task import ADJUSTMENTS
 from calipers.verdicts.compare import CompareResult, check_runs, compare_staged, scale_span
-from calipers.verdicts.cost import analyse_cost
-from calipers.verdicts.flips import LISTED, pair_flips
+from calipers.verdicts.cost import CostComparison, analyse_cost
+from calipers.verdicts.flips import LISTED, PairFlips, pair_flips
 from calipers.verdicts.gates import DEFAULT_THRESHOLD
 from calipers.verdicts.judge_calibration import calibrate_pair, calibrate_run
 from calipers.verdicts.margin import parse_margin
@@ -69,15 +69,21 @@ class PairedScheme(ComparableScheme):
         return {}
 
     def compare(
-        self, samples: SampleSet, *, baseline: str, candidates: list[str], **options: Any
+        self,
+        samples: SampleSet,
+        *,
+        baseline: str,
+        candidates: list[str],
+        cost: bool = True,
+        **options: Any,
     ) -> CompareResult:
+        """`cost` False leaves the cost section out (`result.cost` None): for a view that does
+        not show it — its bootstraps can be most of a comparison's time — with `cost_of` to add
+        it when one does."""
         o = self.compare_options(**options)
         treatments = list(candidates)
-        check_runs(samples.runs(), samples.origin, baseline, treatments)
-        staged = self.stage(samples, [baseline, *treatments], o)
+        staged = self._staged(samples, baseline, treatments, o)
         errors = o.errors  # type: ignore[attr-defined]
-        if errors == "worst":  # a system error that left no outcome is the worst outcome
-            score_errors_worst(staged)
         result = compare_staged(
             staged,
             scheme=self.name,
@@ -98,19 +104,9 @@ class PairedScheme(ComparableScheme):
             by_task=o.by_task,  # type: ignore[attr-defined]
             adjust=o.adjust,  # type: ignore[attr-defined]
         )
-        value = o.value_per_solved  # type: ignore[attr-defined]
-        result.parameters["value_per_solved"] = value
-        result.cost = analyse_cost(
-            staged,
-            samples,
-            control=baseline,
-            treatments=treatments,
-            cluster=result.parameters["cluster"],
-            confidence_level=o.confidence_level,  # type: ignore[attr-defined]
-            pair_confidence_level=result.parameters["pair_confidence_level"],
-            value_per_solved=value,
-            label=str(self.stage_parameters(o).get("metric") or "composite"),
-        )
+        result.parameters["value_per_solved"] = o.value_per_solved  # type: ignore[attr-defined]
+        if cost:
+            result.cost = self._cost(staged, samples, result, o)
         if getattr(o, "calibrate_judges", False):
             for pair in result.pairs:
                 pair.judge_calibration = calibrate_pair(
@@ -125,6 +121,57 @@ class PairedScheme(ComparableScheme):
                 adjust=o.adjust, listed=o.flips,  # type: ignore[attr-defined]
             )  # fmt: skip
         return result
+
+    def _cost(
+        self, staged: StagedScores, samples: SampleSet, result: CompareResult, o: Any
+    ) -> CostComparison | None:
+        """The cost section of `result` (`calipers.verdicts.cost`), from its staged runs."""
+        return analyse_cost(
+            staged,
+            samples,
+            control=result.control,
+            treatments=[p.comparison.treatment for p in result.pairs],
+            cluster=result.parameters["cluster"],
+            confidence_level=o.confidence_level,
+            pair_confidence_level=result.parameters["pair_confidence_level"],
+            value_per_solved=o.value_per_solved,
+            label=str(self.stage_parameters(o).get("metric") or "composite"),
+            seed=o.seed,
+        )
+
+    def cost_of(self, samples: SampleSet, result: CompareResult, **options: Any) -> None:
+        """Add to `result`, made with `cost=False` from `samples` and these `options`, the cost
+        section `compare` would have given it."""
+        o = self.compare_options(**options)
+        treatments = [p.comparison.treatment for p in result.pairs]
+        result.cost = self._cost(self._staged(samples, result.control, treatments, o),
+                                 samples, result, o)  # fmt: skip
+
+    def _staged(
+        self, samples: SampleSet, baseline: str, treatments: list[str], o: Any
+    ) -> StagedScores:
+        """The compared runs staged, errors scored as `errors` says."""
+        check_runs(samples.runs(), samples.origin, baseline, treatments)
+        staged: StagedScores = self.stage(samples, [baseline, *treatments], o)
+        if o.errors == "worst":  # a system error that left no outcome is the worst outcome
+            score_errors_worst(staged)
+        return staged
+
+    def flips(
+        self, samples: SampleSet, *, baseline: str, candidate: str, **options: Any
+    ) -> PairFlips:
+        """The flips of `candidate` against `baseline`, as a comparison of the two runs finds
+        them (`compare(...).flips[candidate]`, the same options), without the rest of the
+        comparison: over 2 × 1M samples the runs' summaries and the paired intervals are most
+        of a comparison's time, and the flips need none of them."""
+        o = self.compare_options(**options)
+        staged = self._staged(samples, baseline, [candidate], o)
+        # the pair's α, as `compare_staged` splits the family's over one candidate
+        alpha = 1.0 - (1.0 - (1.0 - o.confidence_level))  # type: ignore[attr-defined]
+        return pair_flips(
+            staged, samples, runs=[baseline, candidate], control=baseline, treatment=candidate,
+            alpha=alpha, adjust=o.adjust, listed=o.flips,  # type: ignore[attr-defined]
+        )  # fmt: skip
 
     def watch(
         self,

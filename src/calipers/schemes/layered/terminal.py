@@ -413,6 +413,7 @@ def comparison(result: CompareResult, console: Console) -> None:
     _margin_lines(result, console)
     label = value_label(result.scheme, result.parameters)
     console.print(_variants_table(result.variants, "variants", result.control, label=label))
+    agreement_lines(result.variants, console)  # as `score` prints them, and --json holds them
     if result.pairs:
         # One column per treatment and one row per quantity: stays inside 80 columns.
         layers = list(result.pairs[0].comparison.components)
