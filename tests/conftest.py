@@ -147,6 +147,7 @@ _ONE_WORKER: dict[str, str] = {
     "test_store_concurrency.py": "timing",
     "test_executor_ray.py": "timing",
     "test_ray_data.py": "timing",
+    "test_spark_dialect.py": "spark",  # one Spark session, not one per worker
     "test_store_schema.py::test_two_processes_read_one_store_at_once": "timing",
     "test_judge_cache_faults.py::test_replies_are_cached_as_they_arrive": "timing",
     "test_judge_cache_faults.py::test_judge_timeout_and_retries_are_settable": "timing",

@@ -17,6 +17,8 @@ from scipy import stats
 
 from calipers.cli.main import main
 from calipers.stats.cost import (
+    COST_RESAMPLES,
+    LOG_DELTA_UNITS,
     cost_per_additional,
     cost_per_solved,
     net_benefit,
@@ -37,11 +39,14 @@ def lognormal_run(n: int, p: float, sigma: float, seed: int) -> tuple[np.ndarray
 
 
 def test_ratio_interval_agrees_with_scipy_bootstrap_at_large_n() -> None:
-    """The bootstrap-t interval of mean cost / mean solved against scipy's BCa bootstrap of the
-    same ratio on the same data (8,000 items, lognormal costs, log sd 0.8): within 3%."""
+    """The interval of mean cost / mean solved against scipy's BCa bootstrap of the same ratio on
+    the same data (8,000 items, lognormal costs, log sd 0.8): within 3% — the log-delta interval
+    (light tails, ≥ 1,000 units) and, on the same data, the bootstrap-t it stands in for."""
     cost, solved = lognormal_run(8000, 0.4, 0.8, seed=1)
     ours = cost_per_solved(cost, solved)
-    assert ours.method == "bootstrap-t"
+    assert ours.method == "log-delta"
+    resampled = cost_per_solved(cost[:999], solved[:999])  # below LOG_DELTA_UNITS
+    assert resampled.method == "bootstrap-t"
     ref = stats.bootstrap(
         (cost, solved),
         lambda c, s, axis=-1: c.mean(axis=axis) / s.mean(axis=axis),
@@ -54,6 +59,24 @@ def test_ratio_interval_agrees_with_scipy_bootstrap_at_large_n() -> None:
     assert ours.estimate == pytest.approx(cost.mean() / solved.mean(), rel=1e-12)
     assert ours.low == pytest.approx(ref.low, rel=0.03)
     assert ours.high == pytest.approx(ref.high, rel=0.03)
+
+
+def test_many_light_tailed_units_get_the_log_delta_interval_and_heavy_ones_the_bootstrap() -> None:
+    """From LOG_DELTA_UNITS units, light-tailed values get R̂·exp(±t_{G−1}·se_log) (the closed
+    form, written out here) with no resampling; heavy-tailed values (sd of the logs ≥ 1.25) keep
+    the bootstrap-t at any size."""
+    cost, solved = lognormal_run(LOG_DELTA_UNITS, 0.5, 1.0, seed=3)
+    light = cost_per_solved(cost, solved)
+    assert light.method == "log-delta" and light.n_resamples is None
+    r = cost.mean() / solved.mean()
+    g = cost.size
+    se = math.sqrt(g / (g - 1) * np.sum((cost / cost.sum() - solved / solved.sum()) ** 2))
+    q = stats.t.ppf(0.975, g - 1)
+    assert light.low == pytest.approx(r * math.exp(-q * se), rel=1e-12)
+    assert light.high == pytest.approx(r * math.exp(q * se), rel=1e-12)
+    heavy_cost, heavy_solved = lognormal_run(5000, 0.5, 1.6, seed=4)
+    heavy = cost_per_solved(heavy_cost, heavy_solved)
+    assert heavy.method == "bootstrap-t" and heavy.n_resamples == COST_RESAMPLES
 
 
 def t_star(c: np.ndarray, a: np.ndarray, log_r_hat: float, axis: int = -1) -> np.ndarray:

@@ -14,6 +14,13 @@ from calipers.stats.estimate import MIN_BOOTSTRAP_UNITS, Interval, NoInterval
 from calipers.stats.summary_stats import FloatArray, Units
 
 
+def rounding_key(x: FloatArray) -> FloatArray:
+    """`x` rounded at 2⁻⁴⁰ of its largest magnitude: sums equal but for the order an engine added
+    them in get one key, so that sorting by it gives every engine's table the same order."""
+    scale = float(np.max(np.abs(x))) if x.size else 0.0
+    return np.rint(x * (2.0**40 / scale)) if scale > 0 else x
+
+
 def distinct_units(units: Units) -> tuple[FloatArray, FloatArray, FloatArray]:
     """The units' distinct (D, m) with multiplicities, in a canonical order (sorted), so that any
     engine's table — whatever its row order — gives the same draws for the same seed. Sums equal
@@ -22,8 +29,7 @@ def distinct_units(units: Units) -> tuple[FloatArray, FloatArray, FloatArray]:
     d, m, mult = units.d, units.m, units.mult
     if d.size == 0:
         return d, m, mult
-    scale = float(np.max(np.abs(d)))
-    keys = np.rint(d * (2.0**40 / scale)) if scale > 0 else d
+    keys = rounding_key(d)
     order = np.lexsort((m, keys))
     k, z = keys[order], m[order]
     starts = np.flatnonzero(np.r_[True, (k[1:] != k[:-1]) | (z[1:] != z[:-1])])

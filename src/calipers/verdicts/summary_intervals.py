@@ -19,7 +19,7 @@ from calipers.stats.estimate import (
     NoInterval,
 )
 from calipers.stats.power import sign_test_detectable
-from calipers.stats.summary_bootstrap import bootstrap_interval, distinct_units
+from calipers.stats.summary_bootstrap import bootstrap_interval, distinct_units, rounding_key
 from calipers.stats.summary_stats import (
     NotSummarizable,
     SummaryTable,
@@ -191,7 +191,10 @@ def summary_detectable(
             )
         # every unit, in a canonical order (the engine's is the samples'): the same law of
         # resamples, not the same draws
-        order = np.lexsort((units.a, units.m, units.d))
+        # keyed as `distinct_units` keys them: sums equal but for rounding (a cluster's item
+        # means added in another order by another engine) sort as equals, so every engine's
+        # table gives the same order, hence the same draws
+        order = np.lexsort((rounding_key(units.a), units.m, rounding_key(units.d)))
         reps = units.mult[order].astype(np.int64)
 
         def each(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
