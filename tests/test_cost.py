@@ -339,6 +339,23 @@ def published(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     return schema
 
 
+def test_a_long_light_tailed_run_reports_the_log_delta_interval_within_the_schema(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """1,200 paired items with light-tailed costs (log sd 0.5): each run's cost per solved item by
+    the log-delta interval, no resamples recorded, and the report valid against the schema."""
+    path = write_jsonl(tmp_path / "runs.jsonl", priced_runs(1200))
+    out = tmp_path / "c.json"
+    assert main(compare(path, "--value-per-solved", "0.5", "--json", str(out))) == 0
+    report = json.loads(out.read_text())
+    jsonschema.validate(report, published(capsys))
+    for run in report["cost"]["runs"].values():
+        interval = run["interval"]
+        assert interval["method"] == "log-delta" and interval["n_resamples"] is None
+        half = interval["critical_value"] * interval["standard_error_log"]
+        assert interval["low"] == pytest.approx(run["estimate"] * math.exp(-half), rel=1e-12)
+
+
 def test_compare_reports_cost_and_the_worth_it_gate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
