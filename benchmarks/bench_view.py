@@ -46,9 +46,14 @@ RUNS, SAMPLES = 100, 10_000
 
 
 def build_store(path: Path) -> None:
+    """Built under a name of its own, then renamed: two benchmarks that start at once (each
+    finding no store) must not both insert into one file (a store found with 2 × 10,000 rows per
+    run, every key twice, read as two epochs of every sample, 2026-11-27)."""
     from calipers.data.store import Store
 
-    with Store(path) as store:
+    building = path.with_name(f"{path.name}.building-{os.getpid()}")
+    building.unlink(missing_ok=True)
+    with Store(building) as store:
         store.con.execute(
             f"""
             INSERT INTO samples (run, task, sample_id, epoch, correct, scores, input, expected,
@@ -77,6 +82,8 @@ def build_store(path: Path) -> None:
             """
         )
         store.refresh_layer_inputs()  # what an import does with the samples it writes
+        store.con.execute("CHECKPOINT")  # all in the file: no write-ahead log left to rename
+    building.replace(path)
 
 
 class Server:

@@ -219,3 +219,126 @@ def test_the_compare_page_draws_its_forest_as_bars_of_the_twins_numbers(db: Path
     ]
     assert f"{twin['composite']['estimate']:+.3f}" in rows[0]
     assert table.count('class="mark"') == 2 * sum('class="track"' in r for r in rows)  # ±margin
+
+
+@pytest.mark.parametrize(
+    ("scheme", "flags"),
+    [("metric", ["--metric", "correct"]), ("layered", [])],
+)
+def test_leaderboards_with_other_options_stage_once_and_are_the_commands(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scheme: str, flags: list[str]
+) -> None:
+    """A leaderboard with other intervals, confidence or seed ranks the runs staged for the last
+    one (`Reader.staged`), each store closed after its page: its twin is still `calipers
+    leaderboard --json`'s document byte for byte, flaky samples' names included."""
+    from calipers.cli.main import main
+
+    kind: Any = type(get_scheme(scheme))
+    stage = kind.stage
+    staged: list[object] = []
+
+    def counted(self: Any, *args: Any) -> Any:
+        staged.append(args)
+        return stage(self, *args)
+
+    monkeypatch.setattr(kind, "stage", counted)
+    variants = [[], ["--confidence", "0.9"], ["--seed", "7", "--interval", "t"]]
+    with TestClient(create_app(db), base_url=BASE) as fresh:
+        for extra in variants:
+            out = tmp_path / "board.json"
+            assert main(["leaderboard", "--db", str(db), "--scheme", scheme, *flags, *extra,
+                         "--json", str(out), "-q"]) == 0  # fmt: skip
+            staged.clear()  # the command's own staging
+            params = {"scheme": scheme} | dict(zip(flags[::2], flags[1::2], strict=True))
+            params |= {k.lstrip("-"): v for k, v in zip(extra[::2], extra[1::2], strict=True)}
+            params = {k.lstrip("-"): v for k, v in params.items()}
+            twin = fresh.get("/leaderboard.json", params=params)
+            assert twin.text == out.read_text(encoding="utf-8"), extra
+            assert extra == [] or staged == [], extra  # staged for the first only
+    if scheme == "metric":  # pass/fail outcomes over 3 epochs: the flaky samples were named
+        assert '"flaky": [\n' in out.read_text(encoding="utf-8")
+
+
+def test_sample_names_are_read_once_and_kept_past_the_store(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every run's summary names its flaky samples: the names are read once, then kept (they
+    need the store no more), and are those the per-ask query gives."""
+    from calipers.verdicts import persample
+
+    with Store(db, read_only=True) as store:
+        samples = store.samples()
+        staged = get_scheme("metric").stage(  # type: ignore[attr-defined]
+            samples, samples.runs(), get_scheme("metric").options(metric="correct")
+        )
+        rows = staged.names.__self__
+        sids = [0, 3, 7, 11, 10_000]  # the last: no such sample
+        monkeypatch.setattr(persample, "NAMES_KEPT", 0)
+        asked = rows.names(sids)  # too many to keep: the store is asked
+        assert rows._names is None and len(asked) == 4
+        monkeypatch.setattr(persample, "NAMES_KEPT", 1_000_000)
+        assert not persample.names_kept(staged, most=3)  # more samples than that
+        assert persample.names_kept(staged, most=1_000)
+        queries: list[str] = []
+        execute = samples.con.execute
+
+        class Counted:
+            def execute(self, query: str, *args: Any) -> Any:
+                queries.append(query)
+                return execute(query, *args)
+
+        monkeypatch.setattr(samples, "con", Counted())
+        assert rows.names(sids) == asked and queries == []
+    assert rows.names(sids[:2]) == {i: asked[i] for i in sids[:2]}  # the store closed
+
+
+def test_every_metrics_leaderboard_is_computed_ahead_and_is_the_commands(db: Path) -> None:
+    """Ahead of any request (`prepare_board`), beside the page's own leaderboard: each metric's
+    and the layered one, each then shown without reading the store, each the command's."""
+    app = create_app(db)
+    viewer = app.state.viewer
+    viewer.prepare_board(lambda: True)
+    opened = []
+    read = viewer.reader.read
+    viewer.reader.read = lambda fn: opened.append(fn) or read(fn)
+    boards = [("metric", {"metric": "correct"}), ("metric", {"metric": "accuracy"}),
+              ("layered", {})]  # fmt: skip
+    with TestClient(app, base_url=BASE) as fresh:
+        twins = [fresh.get("/leaderboard.json", params={"scheme": s, **o}).text for s, o in boards]
+    assert opened == []  # computed ahead, every one
+    with calipers.open(db=db) as samples:
+        for twin, (scheme, options) in zip(twins, boards, strict=True):
+            assert twin == dumps(clean(calipers.score(samples, scheme, **options).to_dict()))
+
+
+def test_counts_and_sums_over_every_row_are_those_over_the_picked_rows() -> None:
+    """The flips count and sum per sample over every row, the rows not picked weighing 0
+    (`flips.pair_flips`, `_counts`), rather than over the picked rows: the same to the bit, with
+    NaN, infinities and −0.0 among the values left out and among those kept."""
+    from calipers.verdicts.flips import _counts
+
+    rng = np.random.default_rng(11)
+    n, k = 20_000, 3_000
+    codes = np.sort(rng.integers(0, k, n))
+    values = rng.normal(size=n) * 10.0 ** rng.integers(-8, 8, n)
+    values[rng.random(n) < 0.05] = np.nan
+    values[rng.random(n) < 0.01] = -0.0
+    values[rng.random(n) < 0.001] = np.inf
+    rows = rng.random(n) < 0.7
+    picked = np.bincount(codes[rows], weights=values[rows], minlength=k)
+    every = np.bincount(codes, weights=np.where(rows, values, 0.0), minlength=k)
+    assert picked.tobytes() == every.tobytes()
+    counted = np.bincount(codes, weights=rows, minlength=k).astype(np.int64)
+    np.testing.assert_array_equal(counted, np.bincount(codes[rows], minlength=k))
+    # per group, as the flips' tables count: against counting the picked members
+    group = rng.integers(0, 7, k)
+    has, delta = rng.random(k) < 0.9, rng.normal(size=k)
+    way = rng.integers(-1, 3, k).astype(np.int8)
+    base, cand = rng.random(k), rng.random(k)
+    found = _counts(group, 7, has, base, cand, delta, way, rng.random(k) < 0.1, True)
+    for g, body in enumerate(found):
+        assert body["n_samples"] == int(np.sum(has & (group == g)))
+        assert body["down"] == int(np.sum(has & (delta < 0) & (group == g)))
+        assert body["table"]["only_candidate"] == int(
+            np.sum(has & (base < 0.5) & (cand >= 0.5) & (group == g))
+        )

@@ -8,13 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from calipers import api
 from calipers.data.store import Store
 from calipers.errors import InputError
+from calipers.schemes import get_scheme
 from calipers.view.comparing import OPTIONS, QUERY_NAMES
+from calipers.view.reading import Reader
 
+# a staging is kept for the next leaderboard when its samples' names (read then: about 0.1 s)
+# are at most this many
+STAGED_NAMES = 200_000
 SCHEMES = ("metric", "layered")  # the schemes whose leaderboard is a mean with rank intervals
 # the query parameters (the flags' names) a leaderboard takes, as `calipers leaderboard` does
 BOARD_OPTIONS = ("metric", "bounds", "cluster", "interval", "confidence", "seed")
@@ -87,13 +93,28 @@ def pick_board(params: Mapping[str, str], listing: dict[str, Any]) -> Board:
     return Board(scheme, ordered, chosen)
 
 
-def leaderboard(store: Store, board: Board) -> dict[str, Any]:
-    """{"report": what `calipers leaderboard --json` writes, "rows": best first, "label"}."""
+def leaderboard(store: Store, board: Board, reader: Reader | None = None) -> dict[str, Any]:
+    """{"report": what `calipers leaderboard --json` writes, "rows": best first, "label"}: the
+    `calipers.score` call the command makes — with `reader`, from the runs as staged for an
+    earlier leaderboard of the same scheme and metric when the store has not changed since
+    (`Reader.staged`; `PairedScheme.compute_staged` is `compute` from there on)."""
     from calipers.render.json_report import clean
+    from calipers.schemes.layered import PairedScheme
     from calipers.schemes.layered.leaderboard import leaderboard_order
     from calipers.schemes.layered.scoring import SummaryResult, value_label
+    from calipers.verdicts.persample import names_kept
 
-    result = api.score(store.samples(), board.scheme, **dict(board.options))
+    scheme = get_scheme(board.scheme)
+    if reader is None or not isinstance(scheme, PairedScheme):
+        result = api.score(store.samples(), board.scheme, **dict(board.options))
+    else:  # as `api.score` → `Scheme.score` → `compute`, with the staging kept
+        options = scheme.options(**dict(board.options))
+        samples = store.samples()
+        runs = samples.runs()
+        key = ("staged", board.scheme, board.option("metric"), board.option("bounds"), *runs)
+        staged = reader.staged(key, store, lambda _: scheme.stage(samples, runs, options),
+                               partial(names_kept, most=STAGED_NAMES))  # fmt: skip
+        result = scheme.compute_staged(samples, options, runs, staged)
     assert isinstance(result, SummaryResult)  # the metric and layered schemes' result
     report = clean(result.to_dict())
     return {

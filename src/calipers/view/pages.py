@@ -16,13 +16,14 @@ from typing import Any, TypeVar
 from starlette.requests import Request
 
 from calipers.data.store import Store
-from calipers.errors import InputError
+from calipers.errors import CalipersError, InputError
 from calipers.view.reading import NotFound, Reader
 
 T = TypeVar("T")
-# a store of at most this many observations has its leaderboard computed ahead (`prepare_board`:
-# a few seconds of work on two cores; a larger store's waits until it is asked for)
+# a store of at most this many observations has its leaderboards computed ahead (`prepare_board`:
+# a second or two of work each on two cores; a larger store's wait until they are asked for)
 PREPARE_OBSERVATIONS = 1_000_000
+BOARDS_AHEAD = 4  # metrics whose leaderboards are computed ahead (each about a second there)
 
 
 def _run_param(request: Request, listing: dict[str, Any], *, required: bool) -> str | None:
@@ -116,7 +117,7 @@ class MorePages:
         listing = self.listing()
         board = pick_board(request.query_params, listing)
         data = self.reader.cached(("leaderboard", board.scheme, board.options),
-                                  lambda store: leaderboard(store, board), big=True)  # fmt: skip
+                                  lambda store: leaderboard(store, board, self.reader))  # fmt: skip
         if request.url.path.endswith(".json"):  # the twin: `calipers leaderboard --json`'s
             from calipers.render.json_report import dumps
 
@@ -126,22 +127,37 @@ class MorePages:
         return self.page("view_leaderboard.html.j2", "Leaderboard", context, None)
 
     def prepare_board(self, idle: Callable[[], bool]) -> None:
-        """The leaderboard the page opens with (no options: `board.pick_board`), computed ahead
-        — once `idle()` says no request is being answered — on a store small enough
-        (`PREPARE_OBSERVATIONS`), so that its first view is the template only. Its rank
-        intervals' resamples are then kept too (`stats.rankings`), for the next leaderboard."""
+        """The leaderboards the page links to — the one it opens with (no options:
+        `board.pick_board`), then each metric's (at most `BOARDS_AHEAD`) and the layered one —
+        computed ahead, each once `idle()` says no request is being answered, on a store small
+        enough (`PREPARE_OBSERVATIONS`), so that their first view is the template only. The
+        rank intervals' resamples (`stats.rankings`) and the last staged runs are kept too,
+        for a leaderboard with other options."""
         import time
+        from functools import partial
 
-        from calipers.view.board import leaderboard, pick_board
+        from calipers.view.board import all_metrics, leaderboard, pick_board
 
         listing = self.listing()
         if sum(r["observations"] for r in listing["runs"]) > PREPARE_OBSERVATIONS:
             return
-        while not idle():
-            time.sleep(0.1)
-        board = pick_board({}, listing)
-        self.reader.cached(("leaderboard", board.scheme, board.options),
-                           lambda store: leaderboard(store, board), big=True)  # fmt: skip
+        asked: list[dict[str, str]] = [{}]
+        asked += [{"scheme": "metric", "metric": m} for m in all_metrics(listing)[:BOARDS_AHEAD]]
+        if any(r.get("layered_observations") for r in listing["runs"]):
+            asked.append({"scheme": "layered"})
+        done = set()
+        for params in asked:
+            board = pick_board(params, listing)
+            key = ("leaderboard", board.scheme, board.options)
+            if key in done:
+                continue
+            done.add(key)
+            while not idle():
+                time.sleep(0.1)
+            try:
+                self.reader.cached(key, partial(leaderboard, board=board, reader=self.reader))
+            except CalipersError:  # this one's page will say why; the others are still made
+                continue
 
     # ------------------------------------------------------------ history
 

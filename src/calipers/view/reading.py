@@ -125,6 +125,7 @@ class Reader:
         self.locked = 0  # opens that found the store locked by a writer (each retried or busy)
         self._small = _Cache(64)
         self._big = _Cache(8)  # a pair may keep its flips, its comparison and its twin
+        self._staged = _Cache(3)  # runs staged for leaderboards (tens of MB each)
         self._locks: dict[Hashable, threading.Lock] = {}
         self._locks_lock = threading.Lock()
         self._later: set[Hashable] = set()  # keys being computed on a thread (`later`)
@@ -164,6 +165,21 @@ class Reader:
                 _REQUEST.stale = True  # the state before the write that holds the store now
                 return kept[1]  # type: ignore[no-any-return]
             cache.put(key, (stamp, value))
+            return value
+
+    def staged(self, key: Hashable, store: Store, fn: Callable[[Store], T],
+               keep: Callable[[T], bool]) -> T:  # fmt: skip
+        """Inside a read (`store`, open: the store's state cannot change meanwhile): `fn(store)`
+        — runs' arrays staged for a leaderboard — kept for that state, three at most, when
+        `keep(answer)` says it needs the store no more (`persample.names_kept`)."""
+        with self._computing(key):
+            stamp = fingerprint(self.db)
+            found, kept = self._staged.get(key)
+            if found and kept[0] == stamp:
+                return kept[1]  # type: ignore[no-any-return]
+            value = fn(store)
+            if keep(value):
+                self._staged.put(key, (stamp, value))
             return value
 
     def peek(self, key: Hashable, *, big: bool = False) -> tuple[bool, Any]:

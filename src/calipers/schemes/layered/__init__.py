@@ -275,7 +275,14 @@ class PairedScheme(ComparableScheme):
         at all (a run without the metric, or without any layer) is listed as lacking it, not
         scored or ranked, as long as another run has values."""
         runs = samples.runs()
-        staged = self.stage(samples, runs, options)
+        return self.compute_staged(samples, options, runs, self.stage(samples, runs, options))
+
+    def compute_staged(
+        self, samples: SampleSet, options: Any, runs: list[str], staged: StagedScores
+    ) -> SummaryResult:
+        """`compute` from `runs` (`samples.runs()`) already staged as `stage(samples, runs,
+        options)` stages them: `calipers view` ranks the same runs again with other intervals,
+        confidence or seed without staging them again (about a third of such a leaderboard)."""
         scored = [run for run in runs if np.isfinite(staged.composite(run)).any()]
         lacking = [run for run in runs if run not in scored] if scored else []
         runs = scored or runs  # none scored: summarize says which run has no value
