@@ -8,8 +8,9 @@ a look after every unit adds to `calipers run --stop`.
    Times the whole `calipers watch` command (Python start, imports, staging, the units in the
    order they were written, a look after every unit, the report), best and first of 3. Goal
    ≤ 2 s. Then once with --full-path (the sequence traced past the stop to the last unit).
-2. The same in process (`calipers.watch` + `to_dict()`, imports done), best of 3, and where the
-   time goes (staging, the units' order, the decision, the report).
+2. The same in process (the command's path: the one-query staging of
+   `calipers.verdicts.sequential_staging`, the decision, `to_dict()`; imports done), best of 3,
+   where the time goes, and the scheme's generic `PairedScheme.watch` once beside it.
 3. Builds (once) benchmarks/data/watch_1m_undecided.duckdb: two runs of 500,000 samples that
    never decide with --min-effect 0.001 (the same outcomes but for one discordant pair in
    every ten samples, alternately for each run: a gain of exactly 0 on every 20 samples), and
@@ -24,10 +25,12 @@ a look after every unit adds to `calipers run --stop`.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -82,40 +85,46 @@ def timed_watch(store: Path = STORE, *extra: str) -> float:
     return time.perf_counter() - start
 
 
-def in_process(store: Path, repeat: int, **options: object) -> dict[str, float]:
-    """`calipers.watch` and its report in this process (imports done): the best total of
-    `repeat`, and the parts of the last."""
-    import calipers
+def in_process(store: Path, repeat: int, **options: Any) -> dict[str, float]:
+    """What `calipers watch` does in this process (imports done): the best total of `repeat`
+    (the one-query staging of `calipers.verdicts.sequential_staging`, the decision, the report),
+    the parts of the last (`staging_s` the staging alone, `watch_s` staging and decision,
+    `report_s`), and the scheme's generic `PairedScheme.watch` with its report once
+    (`generic_watch_s`: the generic staging, the same report)."""
     from calipers.data.store import Store
-    from calipers.schemes.registry import get_scheme
-    from calipers.verdicts import sequential_units
+    from calipers.schemes.layered import PairedScheme
+    from calipers.schemes.metric import MetricScheme
+    from calipers.verdicts.sequential_staging import fast_metric_units
 
+    full = bool(options.pop("full_path", False))
+    opts = {"metric": "correct", "by_task": False, **options}
     best = float("inf")
+    parts: dict[str, float] = {}
     for _ in range(repeat):
         with Store(store, read_only=True) as opened:
             samples = opened.samples(["control", "treatment"])
             t0 = time.perf_counter()
-            result = calipers.watch(samples, "metric", baseline="control",
-                                    candidates=["treatment"], metric="correct",
-                                    **options)  # type: ignore[arg-type]  # fmt: skip
+            fast_metric_units(samples, control="control", treatments=["treatment"],
+                              metric="correct", bounds=None, cluster="auto", errors="missing",
+                              order="arrival", seed=0, by_task=False)  # fmt: skip
             t1 = time.perf_counter()
-            result.to_dict()
+            result = MetricScheme().watch(samples, baseline="control", candidates=["treatment"],
+                                          **opts)  # fmt: skip
+            result.result.trace_full(full)
             t2 = time.perf_counter()
-            best = min(best, t2 - t0)
+            result.to_dict()
+            t3 = time.perf_counter()
+        best = min(best, t3 - t1)
+        parts = {"staging_s": t1 - t0, "watch_s": t2 - t1, "report_s": t3 - t2}
     with Store(store, read_only=True) as opened:
         samples = opened.samples(["control", "treatment"])
-        scheme = get_scheme("metric")
-        o = scheme.compare_options(metric="correct")
-        t3 = time.perf_counter()
-        staged = scheme.stage(samples, ["control", "treatment"], o)
         t4 = time.perf_counter()
-        sequential_units.arrival_positions(samples, ["control", "treatment"])
+        generic = PairedScheme.watch(MetricScheme(), samples, baseline="control",
+                                     candidates=["treatment"], **opts)  # fmt: skip
+        generic.result.trace_full(full)
+        generic.to_dict()
         t5 = time.perf_counter()
-        sequential_units.paired_units(staged, samples, control="control",
-                                      treatments=["treatment"], cluster="sample_id")  # fmt: skip
-        t6 = time.perf_counter()
-    return {"best_s": best, "watch_s": t1 - t0, "report_s": t2 - t1, "staging_s": t4 - t3,
-            "arrival_order_s": t5 - t4, "units_s": t6 - t5}  # fmt: skip
+    return {"best_s": best, **parts, "generic_watch_s": t5 - t4}
 
 
 def per_look(binary: bool, units: int = 20_000) -> float:
@@ -183,6 +192,7 @@ def main() -> None:
         looks = {"pass/fail": per_look(True), "scores": per_look(False),
                  "three pairs, pass/fail": per_item_three_pairs()}  # fmt: skip
         result["look_per_unit_ms"] = {k: v * 1000 for k, v in looks.items()}
+    result["load_average"] = os.getloadavg()
     print(json.dumps(result, indent=2))
     save("sequential", result)
 

@@ -98,28 +98,46 @@ def _bets(z: FloatArray, alpha: float, schedule: str, horizon: int | None = None
 
 
 def _log_capital(
-    z: FloatArray, lam: FloatArray, stake: FloatArray | None, m: FloatArray, *, up: bool, c: float
+    z: FloatArray,
+    lam: FloatArray,
+    stake: FloatArray | None,
+    m: FloatArray,
+    *,
+    up: bool,
+    c: float,
+    most: float = math.inf,
 ) -> FloatArray:
     """log K⁺(m) (up) or log K⁻(m) for each candidate m (1-D), over the values z: the candidates
-    in blocks of rows of one matrix (values × candidates within ~4M cells)."""
+    in blocks of rows of one matrix (values × candidates within ~4M cells). `most`: the largest
+    bet (max λ) — where it is below a candidate's cap the cap changes no bet, and the minimum is
+    skipped (the same products: a root finder's evaluation is then one pass fewer)."""
     out = np.empty(m.size)
     with np.errstate(divide="ignore"):
         cap = c / (m if up else 1.0 - m)
     if m.size == 1:  # the root finder's case: one pass, in place, no matrix
-        bet = np.minimum(lam, cap[0])
-        if stake is not None:
-            bet *= stake
-        bet *= (z - m[0]) if up else (m[0] - z)
-        out[0] = np.sum(np.log1p(bet, out=bet))
+        step = (z - m[0]) if up else (m[0] - z)
+        if stake is None and most <= cap[0]:
+            step *= lam
+        else:
+            bet = np.minimum(lam, cap[0])
+            if stake is not None:
+                bet *= stake
+            step *= bet
+        out[0] = np.sum(np.log1p(step, out=step))
         return out
-    if stake is None:
-        stake = np.ones_like(z)
     block = max(1, MATRIX_CELLS // max(z.size, 1))
     for start in range(0, m.size, block):
         mj = m[start : start + block, None]
-        bet = np.minimum(lam[None, :], cap[start : start + block, None]) * stake[None, :]
         step = (z[None, :] - mj) if up else (mj - z[None, :])
-        out[start : start + block] = np.sum(np.log1p(bet * step), axis=1)
+        caps = cap[start : start + block, None]
+        if stake is None and most <= float(caps.min()):
+            step *= lam[None, :]
+        else:
+            bet = np.minimum(lam[None, :], caps)
+            if stake is not None:  # a stake of 1 changes no bet
+                bet *= stake[None, :]
+            step *= bet
+        out[start : start + block] = np.sum(np.log1p(step, out=step), axis=1)
     return out
 
 
@@ -195,14 +213,18 @@ def betting_interval(
         perms = [gen.permutation(z.size) for _ in range(orders)]
     equal = bool(np.all(stake == 1.0))  # equal weights: no stake to multiply by
     streams = [
-        (z[p], _bets(z[p], alpha, schedule, h), None if equal else stake[p])
+        (z[p], lam, None if equal else stake[p], float(lam.max()))
         for p in perms
         for h in (horizons or (None,))
+        for lam in (_bets(z[p], alpha, schedule, h),)
     ]
 
     def log_k(m: FloatArray, *, up: bool) -> FloatArray:
         return _average_log(
-            [_log_capital(s, lam, st, m, up=up, c=truncation) for s, lam, st in streams]
+            [
+                _log_capital(s, lam, st, m, up=up, c=truncation, most=most)
+                for s, lam, st, most in streams
+            ]
         )
 
     threshold = math.log(1.0 / alpha)

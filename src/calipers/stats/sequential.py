@@ -152,13 +152,15 @@ def _mean_log(logs: list[FloatArray] | FloatArray, axis: int = 0) -> FloatArray:
     log-sum-exp: scipy's costs ~0.5 ms a call, too much for a look after every unit."""
     if not isinstance(logs, np.ndarray) and len(logs) == 1:
         return np.asarray(logs[0])
-    stacked = logs if isinstance(logs, np.ndarray) else np.stack(logs)
+    owned = not isinstance(logs, np.ndarray)  # a stack made here: its differences go in place
+    stacked: FloatArray = logs if isinstance(logs, np.ndarray) else np.stack(logs)
     if stacked.shape[axis] == 1:
         return np.asarray(np.take(stacked, 0, axis=axis))
     top = stacked.max(axis=axis, keepdims=True)
     top[~np.isfinite(top)] = 0.0
     with np.errstate(divide="ignore"):
-        total = np.exp(stacked - top).sum(axis=axis, keepdims=True)
+        diff = np.subtract(stacked, top, out=stacked if owned else None)
+        total = np.exp(diff, out=diff).sum(axis=axis, keepdims=True)
         out = top + np.log(total / stacked.shape[axis])
     return np.asarray(np.squeeze(out, axis=axis))
 
@@ -577,22 +579,44 @@ def interval_trace(
     down = np.zeros((len(bets), m.size))
     threshold = math.log(2.0 / alpha)
     block = max(1, 2_000_000 // (m.size * len(bets)))
+    # one matrix of log-bets reused by every block, side and horizon, and the steps ±(z − m) of
+    # a block made once: over 500,000 units × 5 horizons the fresh temporaries of each product
+    # (a few MB each, a page fault per page) cost as much as the logarithms
+    work = np.empty((min(block, z.size), m.size))
+    floor_up, floor_down = float(cap_up.min()), float(cap_down.min())
+    step_up, step_down = np.empty_like(work), np.empty_like(work)
     done = 0
     for start in range(0, z.size, block):
         stop = min(z.size, start + block)
+        rows = stop - start
         # the capitals are needed only after the units in `at`: sum the block's log-bets between
         # those units (one pass, no running sum written per unit), then add the sums up
         ends = ns[done:][ns[done:] <= stop] - start
         cuts = np.unique(np.concatenate((ends, [stop - start])))
         starts = np.concatenate(([0], cuts[:-1]))
-        step = z[start:stop, None] - m[None, :]
-        ups, downs = [], []
+        up_step, down_step, out = step_up[:rows], step_down[:rows], work[:rows]
+        np.subtract(z[start:stop, None], m[None, :], out=up_step)
+        np.negative(up_step, out=down_step)
+        ups: list[FloatArray] = []
+        downs: list[FloatArray] = []
         for u, d, lam in zip(up, down, bets, strict=True):
             bet = lam[start:stop, None]
-            gain = np.minimum(bet, cap_up) * step
-            ups.append(u + np.cumsum(np.add.reduceat(np.log1p(gain, out=gain), starts), axis=0))
-            loss = np.minimum(bet, cap_down) * -step
-            downs.append(d + np.cumsum(np.add.reduceat(np.log1p(loss, out=loss), starts), axis=0))
+            below = float(bet.max())
+            sides = (
+                (cap_up, floor_up, up_step, ups, u),
+                (cap_down, floor_down, down_step, downs, d),
+            )
+            for cap, floor, step, into, was in sides:
+                # min(λ, cap)·step, without the minimum where every bet of the block is below
+                # every cap (the same products): a long horizon's bets are
+                if below <= floor:
+                    np.multiply(bet, step, out=out)
+                else:
+                    np.minimum(bet, cap, out=out)
+                    np.multiply(out, step, out=out)
+                into.append(
+                    was + np.cumsum(np.add.reduceat(np.log1p(out, out=out), starts), axis=0)
+                )
         while done < ns.size and ns[done] <= stop:
             row = int(np.searchsorted(cuts, int(ns[done]) - start))
             lows[done], highs[done] = grid_interval(

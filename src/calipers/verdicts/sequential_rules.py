@@ -413,6 +413,10 @@ class Replay:
     margin: npt.NDArray[np.int64]
     final: BoolArray
     n: int
+    # the sequence's paths at the nulls (`sequence_paths`) where the replay of one row computed
+    # them over every unit: a look at the last unit reads them instead of computing them again
+    # (an undecided pair of 500,000 units: a second pass over every unit × null × horizon)
+    paths: dict[float, tuple[FloatArray, FloatArray]] | None = None
 
 
 def look_mask(n: int, every: int, end: int | None) -> BoolArray:
@@ -482,7 +486,9 @@ def replay(
             test = final_test(plan, base[r], cand[r])
             _, v, mg = classify(plan, final_evidence(plan, test), final=True)
             stop[r], verdict[r], margin[r], final[r] = end, int(v), int(mg), True
-    return Replay(stop, verdict, margin, final, n)
+    # kept for one row only (a pair's replay): a calibration's thousands of rows would hold
+    # rows × units × nulls × 2 capitals for as long as their result lives
+    return Replay(stop, verdict, margin, final, n, paths if length == n and rows == 1 else None)
 
 
 def group_look(plan: Plan, gains: FloatArray, k: int) -> tuple[FloatArray, FloatArray, FloatArray]:

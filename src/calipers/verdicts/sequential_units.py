@@ -173,7 +173,7 @@ def paired_units(
                     baseline=base[rank],
                     candidate=cand[rank],
                     bounds=(lo, hi),
-                    binary=_is_binary(base, cand, lo, hi),
+                    binary=is_binary(base, cand, lo, hi),
                     unit_ids=unit_names,
                 )
             )
@@ -186,7 +186,7 @@ def unit_permutation(n: int, seed: int) -> npt.NDArray[np.int64]:
     return np.random.default_rng(seed).permutation(n).astype(np.int64)
 
 
-def _is_binary(base: FloatArray, cand: FloatArray, lo: float, hi: float) -> bool:
+def is_binary(base: FloatArray, cand: FloatArray, lo: float, hi: float) -> bool:
     """Pass/fail units: 0/1 outcomes on a 0–1 scale, every unit one or the other."""
     both = np.concatenate([base, cand])
     return (lo, hi) == (0.0, 1.0) and bool(both.size) and bool(np.all((both == lo) | (both == hi)))
