@@ -259,11 +259,17 @@ def test_the_command_writes_the_page_and_the_json(tmp_path: Path) -> None:
 # --- truths ---------------------------------------------------------------------------------
 
 
+# the families' truths (skewed, bimodal, heavy, concentrated) run in `make test-all`, as the
+# families' reduced grid does
+_FAMILY_TRUTHS = ("skewed-s0.05", "skewed-s0.15", "bimodal", "heavy-capped", "heavy",
+                  "conc-continuous", "conc-binary-p0.70")  # fmt: skip
+
+
 @pytest.mark.parametrize(
     "name",
     ["binary-p0.70", "binary-p0.02", "binary-p0.98", "judge", "continuous", "rare", "layered",
-     "layered-gate", "skewed-s0.05", "skewed-s0.15", "bimodal", "heavy-capped", "heavy",
-     "conc-continuous", "conc-binary-p0.70"],
+     "layered-gate",
+     *(pytest.param(name, marks=pytest.mark.extended) for name in _FAMILY_TRUTHS)],
 )  # fmt: skip
 @pytest.mark.parametrize("shift", [0.0, 0.4])
 def test_each_truth_agrees_with_a_million_items(name: str, shift: float) -> None:
@@ -352,6 +358,7 @@ def test_robustness_truth_is_the_population_mean() -> None:
     [("skewed-s0.05", 0.5), ("skewed-s0.15", -0.5), ("conc-continuous", 0.4),
      ("conc-binary-p0.70", math.inf), ("heavy", math.log(1.3)), ("heavy-capped", math.log(1.3))],
 )  # fmt: skip
+@pytest.mark.extended  # a family's: make test-all, as the families' reduced grid
 def test_each_family_alternative_agrees_with_a_million_items(name: str, shift: float) -> None:
     """The alternatives the families run (a step on a share of items and its mirror, items that
     always pass, scores × 1.3): the paired difference of a 10⁶-item Monte Carlo."""

@@ -39,6 +39,7 @@ def run(suite: Path, *args: str) -> int:
                  "--db", "s.duckdb", "-q", *args])  # fmt: skip
 
 
+@pytest.mark.extended  # Ray in make test: tests/test_ray_data.py (Ray Data runs the pipeline)
 def test_run_on_ray_matches_the_thread_pool_and_keeps_files_on_the_driver(suite: Path) -> None:
     assert run(suite, "--run", "local", "--no-cache", "--judge", JUDGE) == 0
     with judge_server() as server:

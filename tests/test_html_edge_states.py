@@ -88,7 +88,9 @@ def _calipers(*args: str) -> int:
     return main([*args, "-q"])
 
 
-@pytest.mark.parametrize("n_runs", [1, 2], ids=["one-run", "two-runs"])
+@pytest.mark.parametrize(
+    "n_runs", [pytest.param(1, marks=pytest.mark.extended), 2], ids=["one-run", "two-runs"]
+)  # one run: make test-all (two runs show every page one run shows, and the comparisons)
 @pytest.mark.parametrize("state", STATES)
 def test_every_page_renders_real_edge_data(tmp_path: Path, state: str, n_runs: int) -> None:
     """Each command that writes a page, on data in the edge state: it writes the page (exit 0)
@@ -280,7 +282,12 @@ def test_every_interval_refused_shows_the_reason_escaped(
         assert refused and SHOWN in html, kind
 
 
-@pytest.mark.parametrize("kind", KINDS)
+# make test draws the states on the pages that show an interval; the others (each refusal of
+# theirs is checked above) in `make test-all`
+@pytest.mark.parametrize(
+    "kind",
+    [k if k in SHOW_INTERVALS else pytest.param(k, marks=pytest.mark.extended) for k in KINDS],
+)
 @settings(
     max_examples=6, deadline=None, derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture],

@@ -117,6 +117,7 @@ def test_objective_page_shows_the_decision_and_hostile_tasks_inertly(
     assert not screenshot_is_blank(page.screenshot(full_page=True))
 
 
+@pytest.mark.extended  # the demo's page: test_demo runs the demo, the other pages render here
 def test_the_demo_page_renders(chromium: Any, tmp_path: Path) -> None:
     assert main(["demo", "--dir", str(tmp_path)]) == 0
     loaded = open_page(chromium, tmp_path / "compare.html")

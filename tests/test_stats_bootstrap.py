@@ -153,7 +153,7 @@ def test_bad_input(kwargs: dict[str, object], message: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["binary", "likert"])
+@pytest.mark.parametrize("kind", ["binary", pytest.param("likert", marks=pytest.mark.extended)])
 def test_coverage_is_nominal(kind: str) -> None:
     """Nominal 95% percentile intervals cover the true mean difference in 94–96% of trials."""
     trials, n = 3000, 400

@@ -247,6 +247,10 @@ def core_grid() -> list[Cell]:
     return cells
 
 
+# `make test`'s cells (tests/test_calibration.py). Each kind once at least; layered/n20/e1 and
+# continuous/n50/e3 were left out on 2026-11-27 (61 of the 322 s these cells took in the full
+# grid), their kinds kept by layered/n50/e3, layered-gate, layered/n50/e1/grouped and the
+# continuous n5/e1 and n20/e3/dropped0.3 cells
 REDUCED_IDS = (
     "binary-p0.70/n20/e1",
     "binary-p0.70/n200/e3",
@@ -255,8 +259,6 @@ REDUCED_IDS = (
     "judge/n10/e3",
     "judge/n50/e1",
     "continuous/n5/e1",
-    "continuous/n50/e3",
-    "layered/n20/e1",
     "layered/n50/e3",
     "continuous/n20/e3/dropped0.3",
     "binary-p0.70/n50/e1/grouped",
