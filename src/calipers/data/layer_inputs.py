@@ -113,40 +113,87 @@ def _in(runs: Sequence[str]) -> str:
     return f"run IN ({', '.join(sql_literal(r) for r in runs)})"
 
 
+# The same ranks and digest computed for several runs at once: equal, run by run, to the one-run
+# forms above (which stay the ones VERSION is made of, so that stored summaries stay current).
+_KEY_RANK_BY_RUN = KEY_RANK.replace("OVER (", "OVER (PARTITION BY run ")
+_TASK_RANK_BY_RUN = TASK_RANK.replace("OVER (", "OVER (PARTITION BY run ")
+_RUN_RECORDS = (
+    "SELECT run, sum(n)::BIGINT, md5(string_agg(task || chr(0) || sample_id, chr(1) "
+    "ORDER BY task, sample_id)) FROM (SELECT run, task, sample_id, count(*) AS n FROM samples "
+    "WHERE {where} GROUP BY ALL) GROUP BY run"
+)
+
+
+def _judges_by_run(con: duckdb.DuckDBPyConnection, where: str) -> dict[str, list[str | None]]:
+    """`judge_names` of each run, in one pass: a run without a judge is absent."""
+    rows = con.execute(
+        f"SELECT DISTINCT run, j.judge FROM (SELECT run, unnest(judgments) AS j FROM samples "
+        f"WHERE {where}) WHERE {JUDGE_OK} ORDER BY 1, 2 NULLS LAST"
+    ).fetchall()
+    found: dict[str, list[str | None]] = {}
+    for run, judge in rows:
+        found.setdefault(run, []).append(judge)
+    return found
+
+
 def refresh(con: duckdb.DuckDBPyConnection, runs: Sequence[str]) -> None:
-    """Summarise every sample of `runs` again (inside the caller's transaction)."""
+    """Summarise every sample of `runs` again (inside the caller's transaction).
+
+    The runs that have the same judges are summarised by one statement (a judge's lists are
+    columns, so runs with other judges need their own): an import of four runs read the samples
+    four times for the summaries, and four times more for the judges, counts and key digests,
+    which now take one query each."""
     if not runs:
         return
     where = _in(runs)
     con.execute(f"DELETE FROM layer_inputs WHERE {where}")
     con.execute(f"DELETE FROM layer_input_runs WHERE {where}")
+    judges_of = _judges_by_run(con, where)
+    by_judges: dict[tuple[str | None, ...], list[str]] = {}
     for run in runs:
-        one = _in([run])
-        judges = judge_names(con, "samples", one)
+        by_judges.setdefault(tuple(judges_of.get(run, [])), []).append(run)
+    for judged, group in by_judges.items():
+        judges = list(judged)
         lists = "".join(f", {judge_scores(n)} AS j{i}" for i, n in enumerate(judges))
-        per_judge = ", ".join(
+        sums = ", ".join(
             "[" + ", ".join(judge_aggregate(f"j{i}", a) for i in range(len(judges))) + "]"
-            + ("" if judges else "::DOUBLE[]")
+            + ("" if judges else "::DOUBLE[]") + f" AS judge_{a}"
             for a in JUDGE_AGGREGATES
         )  # fmt: skip
-        # sorted as a compare reads them, so that its ORDER BY finds them in order
+        # The ranks come from the distinct keys (a dense rank depends only on them), joined to
+        # the per-sample sums: a window over the samples themselves sorted every sample with its
+        # judge lists (at 1M samples, beyond the memory limit). Sorted as a compare reads them
+        # (by run, task, sample_id, epoch: the key rank follows task, sample_id), so that its
+        # ORDER BY finds them in order.
+        one = _in(group)
         con.execute(
             f"""
             INSERT INTO layer_inputs (run, task, sample_id, epoch, "group", packed,
                 n_assertions, human, judge_sum, judge_count, judge_min, judge_max, judge_ss,
                 key_rank, task_rank)
-            SELECT run, task, sample_id, epoch, "group", {packed_assertions()},
-                   {N_ASSERTIONS}, {HUMAN_OVERALL}, {per_judge}, {KEY_RANK}, {TASK_RANK}
-            FROM (SELECT *{lists} FROM samples WHERE {one})
-            ORDER BY task, sample_id, epoch
+            SELECT s.run, s.task, s.sample_id, s.epoch, s."group", s.packed, s.n_assertions,
+                   s.human, s.judge_sum, s.judge_count, s.judge_min, s.judge_max, s.judge_ss,
+                   k.key_rank, k.task_rank
+            FROM (SELECT run, task, sample_id, epoch, "group", {packed_assertions()} AS packed,
+                         {N_ASSERTIONS} AS n_assertions, {HUMAN_OVERALL} AS human, {sums}
+                  FROM (SELECT *{lists} FROM samples WHERE {one})) s
+            JOIN (SELECT run, task, sample_id, {_KEY_RANK_BY_RUN} AS key_rank,
+                         {_TASK_RANK_BY_RUN} AS task_rank
+                  FROM (SELECT DISTINCT run, task, sample_id FROM samples WHERE {one})) k
+              ON s.run = k.run AND s.task IS NOT DISTINCT FROM k.task
+             AND s.sample_id IS NOT DISTINCT FROM k.sample_id
+            ORDER BY s.run, k.key_rank, s.epoch
             """
         )
-        keys = con.execute(KEYS_DIGEST, [run]).fetchall()[0][0]
-        con.execute(
-            "INSERT INTO layer_input_runs (run, version, samples, judges, keys) "
-            "SELECT ?, ?, count(*), ?, ? FROM samples WHERE run = ?",
-            [run, VERSION, judges, keys, run],
-        )
+    found = {r[0]: r[1:] for r in con.execute(_RUN_RECORDS.format(where=where)).fetchall()}
+    records = []
+    for run in runs:  # a run without samples is recorded as one summarised with none
+        n, keys = found.get(run, (0, None))
+        records.append([run, VERSION, n, judges_of.get(run, []), keys])
+    con.executemany(
+        "INSERT INTO layer_input_runs (run, version, samples, judges, keys) VALUES (?, ?, ?, ?, ?)",
+        records,
+    )
 
 
 def stale_runs(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -25,7 +25,7 @@ from typing import Any
 import duckdb
 
 from calipers import writes
-from calipers.data import layer_inputs, migrations
+from calipers.data import direct_import, layer_inputs, migrations
 from calipers.data.directories import expand_named
 from calipers.data.duck import connect, extension_error, file_kind, not_duckdb
 from calipers.data.files import sql_literal, sql_name, visible_controls
@@ -377,9 +377,16 @@ class Store:
         # Row order inside the store carries no meaning; not preserving it saves memory.
         con.execute("SET preserve_insertion_order = false")
         try:
+            files, names = expand_named(paths, format, "tool" if run else name_by, skipped)
+            # JSON Lines files read straight into the store, checked there (one pass); when they
+            # need more, the staged import below answers (the store left as it was).
+            if not (mapping or runs or replace_tasks):
+                one = direct_import.write(con, self.path, files, names, run=run, fmt=format)
+                if one is not None:
+                    said = skipped + [w for s in one.staged for w in s.warnings]
+                    return ImportSummary(len(one.staged), one.written, one.replaced, one.runs, said)
             # Stage into connection-local temp tables first: they never touch the store file,
             # and a failed read there cannot abort the transaction that writes.
-            files, names = expand_named(paths, format, "tool" if run else name_by, skipped)
             staged, problems, shared = stage_files(
                 con, files, "stage_", run=run, fmt=format, mapping=mapping, runs=runs,
                 names=names,
