@@ -40,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from calipers.errors import InputError
+from calipers.stats._blas import one_blas_thread
 from calipers.stats._rng import resolve_rng
 from calipers.stats.bootstrap import check_weights, dense_codes
 from calipers.stats.estimate import Interval, NoInterval, paired_interval, t_quantile
@@ -402,8 +403,9 @@ def log_ratio_t_quantiles(
     u = c - r_hat * a
     columns = np.concatenate([c, a, u * u, u * a, a * a], axis=1)  # G × 5K
     sums = np.empty((n_resamples, 5 * k))
-    for rows, counts in resample_counts(g, n_resamples, np.random.default_rng(seed)):
-        sums[rows] = counts @ columns
+    with one_blas_thread():
+        for rows, counts in resample_counts(g, n_resamples, np.random.default_rng(seed)):
+            sums[rows] = counts @ columns
     cs, as_, uu, ua, aa = (sums[:, j * k : (j + 1) * k] for j in range(5))
     with np.errstate(divide="ignore", invalid="ignore"):
         r_star = cs / as_

@@ -42,6 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from calipers.errors import InputError
+from calipers.stats._blas import one_blas_thread
 from calipers.stats._rng import resolve_rng
 from calipers.stats.cost import resample_counts
 
@@ -71,6 +72,13 @@ def bootstrap_means(
     table = np.column_stack([sums, sizes])
     distinct, inverse = np.unique(table, axis=0, return_inverse=True)
     out = np.empty((n_resamples, k))
+    with one_blas_thread():
+        return _draw_means(g, k, sums, sizes, distinct, inverse, out, n_resamples, rng)
+
+
+def _draw_means(g: int, k: int, sums: FloatArray, sizes: FloatArray, distinct: FloatArray,
+                inverse: npt.NDArray[np.intp], out: FloatArray, n_resamples: int,
+                rng: np.random.Generator) -> FloatArray:  # fmt: skip
     if distinct.shape[0] <= g // 4:
         share = np.bincount(inverse.ravel(), minlength=distinct.shape[0]) / g
         chunk = max(1, (1 << 22) // distinct.shape[0])
