@@ -93,6 +93,34 @@ def test_leaderboard_cost_is_verdicts_cost(rows: pd.DataFrame, scheme: str) -> N
     assert "seconds per " in text and "(latency_s)" in text
 
 
+def test_reasonscore_reads_its_rows_once_for_the_outcome_and_the_cost(
+    rows: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ReasonScore stages its outcome with the cost columns (`stage_metric(extra=...)`), and the
+    cost section reads them there: one pass over the rows, the figures those of a second pass
+    (test_leaderboard_cost_is_verdicts_cost compares them)."""
+    import calipers.schemes.metric as metric_module
+    import calipers.verdicts.cost as cost_module
+
+    calls: list[list[str]] = []
+
+    def counted(real: Any) -> Any:
+        def stage(samples: Any, runs: list[str], expressions: Any, **kw: Any) -> Any:
+            calls.append(sorted(expressions))
+            return real(samples, runs, expressions, **kw)
+
+        return stage
+
+    monkeypatch.setattr(metric_module, "stage_rows", counted(metric_module.stage_rows))
+    monkeypatch.setattr(cost_module, "stage_rows", counted(cost_module.stage_rows))
+    report = _score(rows, "reasonscore").to_dict()["cost"]
+    assert len(calls) == 1 and {"cost", "value"} <= set(calls[0])
+    assert report["runs"] == {
+        run: {**report["runs"][run], **figures}
+        for run, figures in _figures(rows, "reasonscore").items()
+    }
+
+
 @pytest.mark.parametrize("scheme", ["reasonscore", "objective"])
 def test_labels_are_rank_cost_labels(rows: pd.DataFrame, scheme: str) -> None:
     result = _score(rows, scheme, margin=0.08, seed=7)

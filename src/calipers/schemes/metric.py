@@ -50,9 +50,11 @@ def stage_metric(
     *,
     metric: str | None,
     bounds: str | tuple[float, float] | None = None,
+    extra: Mapping[str, str] | None = None,
 ) -> StagedScores:
     """The metric's values per sample, with its declared bounds (`calipers.data.metric_scales`:
-    given, known for the metric's name, or 0/1 values; else unbounded)."""
+    given, known for the metric's name, or 0/1 values; else unbounded). `extra`: more columns
+    (name → SQL) read with the rows and kept in the result's `rows` for a later reader."""
     if not metric:
         raise InputError(
             "the metric scheme needs `metric`: the name of a per-sample score",
@@ -65,7 +67,7 @@ def stage_metric(
     columns = [d[0] for d in query.description]
     if metric != "correct" and "score_weights" in columns:  # a store before 0008 has none
         expressions["weight"] = f"coalesce(score_weights[{sql_literal(metric)}], 1.0)::DOUBLE"
-    rows = stage_rows(samples, runs, expressions)
+    rows = stage_rows(samples, runs, {**(extra or {}), **expressions})
     value = as_floats(rows.columns["value"])
     weight = as_floats(rows.columns["weight"]) if "weight" in rows.columns else None
     if weight is not None and np.all(weight == 1.0):
@@ -94,6 +96,7 @@ def stage_metric(
         bounds_source=source,
         runs=rows.run_arrays({"value": value}, weight=weight, errored=errored_rows(rows)),
         names=rows.names,
+        rows=rows if extra else None,
         tasks=rows.tasks,
         components=("value",),
         combine=_value,

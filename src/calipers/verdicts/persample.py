@@ -95,6 +95,9 @@ class StagedScores:
     bounds_source: str | None = None
     # sid → "task/sample_id" for the sids asked (names in reports: the flaky samples)
     names: Callable[[list[int]], dict[int, str]] | None = None
+    # the staging's rows, kept where the scheme read more columns than its own for a later reader
+    # (`stage_metric(extra=...)`: the cost section's), so that it need not read every row again
+    rows: StagedRows | None = None
     _composites: dict[tuple[str, bool], FloatArray] = field(default_factory=dict, repr=False)
 
     def fetch(self, run: str) -> RunArrays:

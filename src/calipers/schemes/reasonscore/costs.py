@@ -9,6 +9,7 @@ own cost-aware number (in output tokens, not dollars) and is left as it is."""
 from __future__ import annotations
 
 from calipers.data.sampleset import SampleSet
+from calipers.verdicts.cost import cost_expressions
 from calipers.verdicts.cost_leaderboard import LeaderboardCost, leaderboard_cost
 from calipers.verdicts.persample import StagedScores
 
@@ -38,7 +39,9 @@ def reasonscore_cost(
     def stage() -> StagedScores:
         from calipers.schemes.metric import stage_metric
 
-        return stage_metric(samples, runs, metric="correct", bounds=(0.0, 1.0))
+        # the cost columns read with the outcome's rows: one pass over the rows, not two
+        return stage_metric(samples, runs, metric="correct", bounds=(0.0, 1.0),
+                            extra=cost_expressions(samples))  # fmt: skip
 
     return leaderboard_cost(
         stage, samples, runs, groups=groups, label="correct", outcome_source=OUTCOME,
