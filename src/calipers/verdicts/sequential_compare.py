@@ -18,6 +18,8 @@ from calipers.verdicts.sequential import SequentialResult
 if TYPE_CHECKING:
     import pandas as pd
 
+    from calipers.verdicts.persample import ClusterChoice
+
 WATCH_SCHEMA_VERSION = "1"
 PASSING_MARGINS = ("superior", "equivalent", "non-inferior")
 
@@ -142,3 +144,42 @@ class SequentialComparison(Comparison):
         raise InputError(
             f"unknown level '{level}' of a sequential comparison", hint="Levels: pair, path."
         )
+
+
+def watch_parameters(
+    stage_parameters: dict[str, Any],
+    *,
+    design: str,
+    n_planned: int | None,
+    order: str,
+    seed: int,
+    every: int,
+    cluster: ClusterChoice,
+    bounds: tuple[float, float] | None,
+    bounds_source: str | None,
+    by_task: bool,
+    margin: str | float | None,
+) -> dict[str, Any]:
+    """The `parameters` of a sequential comparison's report: the scheme's staging options, then
+    the design, the unit and why, the bounds and the margin as given and on the scale — one
+    place for every staging that makes the units (`PairedScheme.watch`,
+    `calipers.verdicts.sequential_staging`)."""
+    from calipers.verdicts.margin import parse_margin
+
+    return {
+        **stage_parameters,
+        "design": design,
+        "n_planned": n_planned,
+        "order": order,
+        "seed": seed,
+        "every": every,
+        "cluster": cluster.cluster,
+        "cluster_reason": cluster.reason,
+        "bounds": None if bounds is None else [float(bounds[0]), float(bounds[1])],
+        "bounds_source": bounds_source,
+        "by_task": by_task,
+        "margin": None if margin is None else str(margin),
+        "margin_on_scale": None
+        if margin is None or bounds is None
+        else parse_margin(margin).on_scale(float(bounds[1]) - float(bounds[0])),
+    }

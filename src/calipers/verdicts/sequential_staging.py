@@ -31,10 +31,9 @@ import numpy.typing as npt
 
 from calipers.data.files import sql_literal
 from calipers.data.metric_scales import declared_bounds, parse_bounds
-from calipers.verdicts.margin import parse_margin
 from calipers.verdicts.persample import ClusterChoice, resolve_cluster
 from calipers.verdicts.sequential import PairedUnits, decide_sequentially, parse_design
-from calipers.verdicts.sequential_compare import SequentialComparison
+from calipers.verdicts.sequential_compare import SequentialComparison, watch_parameters
 from calipers.verdicts.sequential_units import ORDERS, is_binary, unit_permutation
 
 if TYPE_CHECKING:
@@ -207,21 +206,10 @@ def staged_comparison(
         higher_is_better=higher_is_better, every=every, equivalence=equivalence,
         min_effect=min_effect,
     )  # fmt: skip
-    lo, hi = staged.bounds
-    parameters = {
-        **stage_parameters,
-        "design": design,
-        "n_planned": n_planned,
-        "order": order,
-        "seed": seed,
-        "every": every,
-        "cluster": staged.cluster.cluster,
-        "cluster_reason": staged.cluster.reason,
-        "bounds": [lo, hi],
-        "bounds_source": staged.bounds_source,
-        "by_task": by_task,
-        "margin": None if margin is None else str(margin),
-        "margin_on_scale": None if margin is None else parse_margin(margin).on_scale(hi - lo),
-    }
+    parameters = watch_parameters(
+        stage_parameters, design=design, n_planned=n_planned, order=order, seed=seed,
+        every=every, cluster=staged.cluster, bounds=staged.bounds,
+        bounds_source=staged.bounds_source, by_task=by_task, margin=margin,
+    )  # fmt: skip
     notes = [*staged.notes, *([staged.cluster.note] if staged.cluster.note else [])]
     return SequentialComparison(scheme, origin, parameters, result, notes)

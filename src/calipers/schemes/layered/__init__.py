@@ -28,12 +28,11 @@ from calipers.verdicts.cost import CostComparison, analyse_cost
 from calipers.verdicts.flips import LISTED, PairFlips, pair_flips
 from calipers.verdicts.gates import DEFAULT_THRESHOLD
 from calipers.verdicts.judge_calibration import calibrate_pair, calibrate_run
-from calipers.verdicts.margin import parse_margin
 from calipers.verdicts.missing_bounds import ERRORS, score_errors_worst
 from calipers.verdicts.persample import CLUSTERS, StagedScores, resolve_cluster
 from calipers.verdicts.planning import Design
 from calipers.verdicts.sequential import decide_sequentially, parse_design
-from calipers.verdicts.sequential_compare import SequentialComparison
+from calipers.verdicts.sequential_compare import SequentialComparison, watch_parameters
 from calipers.verdicts.sequential_units import paired_units
 
 if TYPE_CHECKING:
@@ -219,25 +218,12 @@ class PairedScheme(ComparableScheme):
             equivalence=o.equivalence,  # type: ignore[attr-defined]
             min_effect=o.min_effect,  # type: ignore[attr-defined]
         )
-        parameters = {
-            **self.stage_parameters(o),
-            "design": design,
-            "n_planned": n_planned,
-            "order": order,
-            "seed": seed,
-            "every": every,
-            "cluster": choice.cluster,
-            "cluster_reason": choice.reason,
-            "bounds": None if staged.bounds is None else list(staged.bounds),
-            "bounds_source": staged.bounds_source,
-            "by_task": bool(o.by_task),  # type: ignore[attr-defined]
-            "margin": None if o.margin is None else str(o.margin),  # type: ignore[attr-defined]
-            "margin_on_scale": None
-            if o.margin is None or staged.bounds is None  # type: ignore[attr-defined]
-            else parse_margin(o.margin).on_scale(  # type: ignore[attr-defined]
-                float(staged.bounds[1]) - float(staged.bounds[0])
-            ),
-        }
+        parameters = watch_parameters(
+            self.stage_parameters(o), design=design, n_planned=n_planned, order=order,
+            seed=seed, every=every, cluster=choice, bounds=staged.bounds,
+            bounds_source=staged.bounds_source, by_task=bool(o.by_task),  # type: ignore[attr-defined]
+            margin=o.margin,  # type: ignore[attr-defined]
+        )  # fmt: skip
         notes = list(staged.notes) + ([choice.note] if choice.note else [])
         return SequentialComparison(self.name, samples.origin, parameters, result, notes)
 
