@@ -632,6 +632,13 @@ def _hall_bounds(
     u = g * (sums - estimate * sizes) / total
     sigma = se * math.sqrt(g)  # Σu²/(G − 1) = G·SE²
     gamma = g / ((g - 1) * (g - 2)) * float(np.sum(u**3)) / sigma**3
+    return hall_ends(estimate, sigma, gamma, g, q)
+
+
+def hall_ends(theta: float, sigma: float, gamma: float, g: int, q: float) -> tuple[float, float]:
+    """The ends of Hall's (1992) skewness-corrected interval around θ: the inverse of
+    y + γ̂/(6G) + γ̂y²/3 (+ γ̂²y³/27) at ±q/√G, scaled by σ̂ (γ̂ = 0: the t interval). One copy for
+    the rows (`_hall_bounds`) and the summaries (`summary_stats`), so the two agree."""
 
     def inverse(y: float) -> float:
         y -= gamma / (6 * g)
@@ -640,7 +647,7 @@ def _hall_bounds(
         return 3.0 / gamma * (float(np.cbrt(1.0 + gamma * y)) - 1.0)
 
     step = q / math.sqrt(g)
-    return estimate - sigma * inverse(step), estimate - sigma * inverse(-step)
+    return theta - sigma * inverse(step), theta - sigma * inverse(-step)
 
 
 def _bootstrap(

@@ -39,6 +39,7 @@ from calipers.stats.estimate import (
     MIN_T_UNITS,
     Interval,
     NoInterval,
+    hall_ends,
     newcombe_half_widths,
     t_quantile,
 )
@@ -293,15 +294,7 @@ def _hall_bounds(units: Units, theta: float, se: float, q: float) -> tuple[float
     u = g * _residuals(units, theta) / units.items
     sigma = se * math.sqrt(g)
     gamma = g / ((g - 1) * (g - 2)) * float(units.mult @ (u**3)) / sigma**3
-
-    def inverse(y: float) -> float:
-        y -= gamma / (6 * g)
-        if abs(gamma) < 1e-9:
-            return y
-        return 3.0 / gamma * (float(np.cbrt(1.0 + gamma * y)) - 1.0)
-
-    step = q / math.sqrt(g)
-    return theta - sigma * inverse(step), theta - sigma * inverse(-step)
+    return hall_ends(theta, sigma, gamma, g, q)
 
 
 def newcombe_interval(units: Units, confidence_level: float) -> Interval:
