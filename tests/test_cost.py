@@ -546,3 +546,48 @@ def test_degenerate_draws_give_infinite_t_never_an_overflow() -> None:
     # every unit the same ratio: no spread, the interval is the estimate
     flat = cost_per_solved(np.full(40, 0.02), np.ones(40), rng=1)
     assert flat.low == pytest.approx(0.02) and flat.high == pytest.approx(0.02)
+
+
+# ------------------------------------------------------------------ other cost laws
+
+
+def test_the_other_laws_have_the_means_scipy_gives() -> None:
+    """The families study's truths: each law's mean against scipy.stats' distribution (the
+    runaway mixture: a lognormal's mean, scipy's, mixed by hand), and its draws agree with it."""
+    from calipers.calibration import cost_families as fam
+
+    lognormal = stats.lognorm(s=0.3, scale=fam.SCALE).mean()
+    expected = {
+        "gamma0.5": stats.gamma(a=0.5, scale=fam.SCALE / 0.5).mean(),
+        "pareto2.5": stats.pareto(b=2.5, scale=fam.SCALE).mean(),
+        "pareto2.1": stats.pareto(b=2.1, scale=fam.SCALE).mean(),
+        "runaway3%x50": lognormal * (0.97 + 0.03 * 50),
+        "runaway1%x100": lognormal * (0.99 + 0.01 * 100),
+    }
+    assert set(expected) == set(fam.FAMILIES)
+    for name, (draw, mean) in fam.FAMILIES.items():
+        assert mean == pytest.approx(expected[name], rel=1e-12), name
+        costs, _ = draw(400_000, np.random.default_rng(1))
+        if name != "pareto2.1":  # its variance is finite but its sample mean converges slowly
+            se = costs.std() / math.sqrt(costs.size)
+            assert abs(costs.mean() - mean) < 5 * se, name
+
+
+def test_the_families_study_measures_what_it_says() -> None:
+    from calipers.calibration import cost_families as fam
+
+    made = fam.run_cell(fam.FamilyCell("runaway1%x100", 0.5, 100), reps=40, seed=3, number=0)
+    seen = made["runaways_seen"]
+    # the sample without a runaway call looks light-tailed and cannot cover the mean it decides
+    assert seen["none"]["share"] > 0 and seen["none"]["coverage"] == 0.0
+    assert seen["none"]["share"] + seen["some"]["share"] == pytest.approx(1.0)
+    assert made["coverage"]["per_solved"] == pytest.approx(
+        seen["some"]["share"] * seen["some"]["coverage"], abs=1e-12
+    )
+    section = fam.families_section({"reps": 40, "seed": 3, "wall_s": 1.0, "cells": [made]})
+    assert "`runaway1%x100/p0.5/n100`" in section and "| 100 |" in section
+    import doc_examples
+    from calipers.calibration import studies
+
+    page = (doc_examples.ROOT / "docs" / "calibration.md").read_text()
+    assert fam.families_section(studies._load(studies.FAMILIES_JSON)) in page

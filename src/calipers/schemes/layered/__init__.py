@@ -31,14 +31,12 @@ from calipers.verdicts.judge_calibration import calibrate_pair, calibrate_run
 from calipers.verdicts.missing_bounds import ERRORS, score_errors_worst
 from calipers.verdicts.persample import CLUSTERS, StagedScores, resolve_cluster
 from calipers.verdicts.planning import Design
-from calipers.verdicts.sequential import decide_sequentially, parse_design
-from calipers.verdicts.sequential_compare import SequentialComparison, watch_parameters
-from calipers.verdicts.sequential_units import paired_units
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from calipers.data.sampleset import SampleSet
+    from calipers.verdicts.sequential_compare import SequentialComparison
 
 __all__ = [
     "LAYERS", "LayeredScheme", "PairedCompareOptions", "PairedOptions", "PairedScheme",
@@ -187,6 +185,12 @@ class PairedScheme(ComparableScheme):
         """The sequential comparison of `candidates` with `baseline`: the units (samples with
         their epochs, or groups) in `order`, looked at after every `every` of them under
         `design` (`calipers.verdicts.sequential`); valid however often it is looked at."""
+        # Imported here: the sequential engine (and scipy.special) is 0.3–0.4 s of imports that
+        # every other use of the scheme (scoring, compare, staging for ReasonScore) does without.
+        from calipers.verdicts.sequential import decide_sequentially, parse_design
+        from calipers.verdicts.sequential_compare import SequentialComparison, watch_parameters
+        from calipers.verdicts.sequential_units import paired_units
+
         o = self.compare_options(**options)
         treatments = list(candidates)
         if not treatments:
