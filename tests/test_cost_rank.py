@@ -316,7 +316,7 @@ def test_hostile_run_names_are_escaped_everywhere(
 
 
 def test_the_selection_study_runs_and_counts_wrong_choices() -> None:
-    from calipers.calibration.cost import SelectionCell, run_selection_cell
+    from calipers.calibration.cost_selection import SelectionCell, run_selection_cell
 
     cell = SelectionCell("at-margin", (0.7, 0.67, 0.67), (10.0, 1.0, 0.1), 200)
     made = run_selection_cell(cell, reps=40, seed=1, number=0)
@@ -337,5 +337,5 @@ def test_docs_show_what_the_code_prints() -> None:
     from calipers.calibration import studies
 
     page = (doc_examples.ROOT / "docs" / "calibration.md").read_text()
-    section = studies.cost_section(None, selection=studies._load(studies.SELECTION_JSON))
-    assert section.split("### The cheapest acceptable run", 1)[1] in page
+    section = studies.selection_section(studies._load(studies.SELECTION_JSON))
+    assert section.startswith("\n### The cheapest acceptable run") and section in page

@@ -119,7 +119,7 @@ def selection() -> str:
     import json
     from pathlib import Path
 
-    from calipers.calibration.cost import SELECTION_JSON, selection_table
+    from calipers.calibration.cost_selection import SELECTION_JSON, selection_table
 
     root = Path(__file__).resolve().parent.parent.parent
     body = json.loads((root / SELECTION_JSON).read_text(encoding="utf-8"))

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from calipers.calibration.cost import DEFAULT_JSON as COST_JSON
-from calipers.calibration.cost import SELECTION_JSON, cost_section
+from calipers.calibration.cost import cost_section
 from calipers.calibration.cost_families import DEFAULT_JSON as FAMILIES_JSON
 from calipers.calibration.cost_families import families_section
+from calipers.calibration.cost_selection import SELECTION_JSON, selection_section
 from calipers.calibration.ppi import TARGET_COVERAGE as PPI_COVERAGE
 from calipers.calibration.ppi import TARGET_NOT_WIDER as PPI_NOT_WIDER
 from calipers.calibration.ppi import minimum_table
@@ -167,7 +168,7 @@ def sections(ppi: Path = PPI_JSON, ranks: Path = RANK_JSON, cost: Path = COST_JS
     """The sections, between the markers, from the studies' JSON files (a missing file says
     how to make it)."""
     body = ppi_section(_load(ppi), ppi) + "\n" + rank_section(_load(ranks), ranks)
-    body += "\n" + cost_section(_load(cost), cost, _load(SELECTION_JSON), SELECTION_JSON)
+    body += "\n" + cost_section(_load(cost), cost) + selection_section(_load(SELECTION_JSON))
     body += "\n" + families_section(_load(FAMILIES_JSON), FAMILIES_JSON)
     return f"{BEGIN}\n\n{body}\n{END}\n"
 
