@@ -44,7 +44,7 @@ from calipers.stats.cost import (
     net_benefit,
 )
 from calipers.stats.estimate import NoInterval
-from calipers.verdicts.cost import MIN_COST_UNITS, interval_warnings
+from calipers.verdicts.cost_figures import MIN_COST_UNITS, interval_warnings
 
 TARGET = 0.93  # coverage of a nominal 95% interval
 MU, RHO, SHIFT, COST_FACTOR = -3.0, -0.5, 0.4, 1.5

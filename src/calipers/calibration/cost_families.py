@@ -40,7 +40,7 @@ import numpy as np
 from calipers.calibration.cost import COST_FACTOR, SHIFT, TARGET, mean_solved
 from calipers.stats.cost import cost_per_additional, cost_per_solved, log_spread, net_benefit
 from calipers.stats.estimate import NoInterval
-from calipers.verdicts.cost import interval_warnings
+from calipers.verdicts.cost_figures import interval_warnings
 
 DEFAULT_JSON = Path("benchmarks/results/cost_families.json")
 SCALE = 0.01  # dollars: the typical call's cost

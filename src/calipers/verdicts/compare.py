@@ -20,7 +20,7 @@ from calipers.render.json_report import COMPARE_SCHEMA_VERSION
 from calipers.stats import z_from_confidence
 from calipers.verdicts.base import Comparison
 from calipers.verdicts.by_task import adjust_p
-from calipers.verdicts.cost import CostComparison
+from calipers.verdicts.cost_figures import CostComparison
 from calipers.verdicts.flips import PairFlips
 from calipers.verdicts.gates import (
     DEFAULT_THRESHOLD,

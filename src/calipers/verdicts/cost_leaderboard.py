@@ -19,7 +19,8 @@ from typing import Any
 
 from calipers.data.sampleset import SampleSet
 from calipers.errors import InputError
-from calipers.verdicts.cost import RunCost, cost_runs, has_cost
+from calipers.verdicts.cost import cost_runs, has_cost
+from calipers.verdicts.cost_figures import RunCost
 from calipers.verdicts.cost_ranking import rank_by_cost
 from calipers.verdicts.persample import StagedScores, resolve_cluster
 

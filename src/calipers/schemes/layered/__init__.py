@@ -24,7 +24,8 @@ from calipers.schemes.registry import register
 from calipers.stats.estimate import INTERVAL_METHODS
 from calipers.verdicts.by_task import ADJUSTMENTS
 from calipers.verdicts.compare import CompareResult, check_runs, compare_staged, scale_span
-from calipers.verdicts.cost import CostComparison, analyse_cost
+from calipers.verdicts.cost import analyse_cost
+from calipers.verdicts.cost_figures import CostComparison
 from calipers.verdicts.flips import LISTED, PairFlips, pair_flips
 from calipers.verdicts.gates import DEFAULT_THRESHOLD
 from calipers.verdicts.judge_calibration import calibrate_pair, calibrate_run
