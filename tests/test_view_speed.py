@@ -5,6 +5,7 @@ comparison is made and its verdict after; the leaderboard computed ahead is the 
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -342,3 +343,85 @@ def test_counts_and_sums_over_every_row_are_those_over_the_picked_rows() -> None
         assert body["table"]["only_candidate"] == int(
             np.sum(has & (base < 0.5) & (cand >= 0.5) & (group == g))
         )
+
+
+def _scores_only(path: Path) -> Path:
+    """Three runs of scores without any output or input text (as imported from another
+    harness), with epochs and samples missing on some sides and errored rows."""
+    rows = []
+    for run, shift in (("a", 0.0), ("b", 0.2), ("c", -0.1)):
+        for i in range(120):
+            for epoch in range(3):
+                if (run, i % 11, epoch) == ("b", 0, 2) or (run == "c" and i % 13 == 0):
+                    continue  # an epoch, a sample, missing on one side
+                row: dict[str, Any] = {"run": run, "task": f"t{i % 4}", "sample_id": f"q{i:03d}",
+                                       "epoch": epoch}  # fmt: skip
+                if (i * 7 + epoch) % 29 == 0:
+                    row["error"] = "timeout"
+                else:
+                    row["correct"] = (i * 13 + epoch * 5) % 10 < 5 + 10 * shift
+                    f1 = ((i * 37 + epoch) % 100) / 100 * 0.8 + 0.1 + shift / 2  # in [0, 1]
+                    row["scores"] = {"f1": round(f1, 3)}
+                rows.append(row)
+    source = path.with_suffix(".jsonl")
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with Store(path) as store:
+        store.import_files([source])
+    return path
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"metric": "correct"}, {"metric": "f1", "bounds": "0,1", "errors": "worst"}],
+    ids=["correct", "f1-worst"],
+)
+def test_flips_without_text_name_their_samples_as_the_join_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: dict[str, Any]
+) -> None:
+    """A pair staged alone whose rows have no output or input reads its samples' names in the
+    codes' order (`flips._names_alone`) rather than joining the runs for facts it cannot have:
+    the flips are those of the join, array by array, and the shortcut is taken."""
+    from calipers.verdicts import flips as flips_module
+
+    db = _scores_only(tmp_path / "scores.duckdb")
+    taken: list[bool] = []
+    alone = flips_module._names_alone
+
+    def spy(*args: Any) -> Any:
+        found = alone(*args)
+        taken.append(found is not None)
+        return found
+
+    for baseline, candidate in (("a", "b"), ("c", "a")):
+        with Store(db, read_only=True) as store:
+            monkeypatch.setattr(flips_module, "_names_alone", spy)
+            fast = get_scheme("metric").flips(  # type: ignore[attr-defined]
+                store.samples(), baseline=baseline, candidate=candidate, **options
+            )
+            monkeypatch.setattr(flips_module, "_names_alone", lambda *a: None)
+            joined = get_scheme("metric").flips(  # type: ignore[attr-defined]
+                store.samples(), baseline=baseline, candidate=candidate, **options
+            )
+        _same_flips(fast, joined)
+    assert taken == [True, True]
+
+
+def test_the_runs_listing_counts_as_store_runs_with_stale_summaries(tmp_path: Path) -> None:
+    """The runs page counts a run's keys from its layered summaries when they are current and
+    with a DISTINCT over its rows when not (a sample written by SQL of its own): the counts are
+    `Store.runs`' either way."""
+    from calipers.view.runs import _run_counts
+
+    db = build_store(tmp_path / "store.duckdb")
+    with Store(db) as store:
+        store.con.execute(
+            "INSERT INTO samples (run, task, sample_id, epoch, correct) VALUES "
+            "('alpha-v1', 'extra-task', 'x1', 0, true), ('sql-run', 'x', 'y', 0, false)"
+        )
+    with Store(db, read_only=True) as store:
+        from calipers.data.layer_inputs import stale_runs
+
+        stale = set(stale_runs(store.con))
+        assert {"alpha-v1", "sql-run"} <= stale and len(stale) < len(store.runs())
+        counted = _run_counts(store, stale)
+        assert [info for info, _ in counted.values()] == store.runs()
