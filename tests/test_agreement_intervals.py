@@ -270,3 +270,22 @@ def test_the_study_section_is_rendered_from_its_figures(tmp_path: Path) -> None:
     # the study runs end to end (a few reps of one cell)
     out = study.run(reps=20, resamples=200, seed=1, only="normal/high/n20")
     assert out["cells"][0]["pearson"]["coverage"] is not None
+
+
+def test_the_distinct_unit_sums_are_numpys_unique_rows() -> None:
+    # `_distinct_rows` stands for np.unique(rows, axis=0, return_counts=True) (its order decides
+    # the counting bootstrap's draws): the same rows, order and counts — ties, NaN and ±inf too
+    from calipers.stats.agreement_intervals import _distinct_rows
+
+    rng = np.random.default_rng(7)
+    for trial in range(400):
+        n, k = int(rng.integers(0, 80)), int(rng.integers(1, 6))
+        rows = rng.integers(0, 3, size=(n, k)).astype(float)
+        if trial % 3 == 1:
+            rows[rng.random((n, k)) < 0.1] = np.nan
+        if trial % 3 == 2:
+            rows = rng.choice([0.0, 1.5, -2.0, np.inf, -np.inf], size=(n, k))
+        expected, counts = np.unique(rows, axis=0, return_counts=True)
+        got, got_counts = _distinct_rows(rows)
+        assert np.array_equal(got, expected, equal_nan=True), trial
+        assert np.array_equal(got_counts, counts) and got_counts.dtype == counts.dtype

@@ -206,6 +206,25 @@ def _unit_statistics(data: FloatArray, level: str) -> FloatArray:
     return np.where(pairable[None, :], stats, 0.0)  # an item rated once is not pairable
 
 
+def _distinct_rows(rows: FloatArray) -> tuple[FloatArray, npt.NDArray[np.intp]]:
+    """`np.unique(rows, axis=0, return_counts=True)`: the distinct rows in lexicographic order and
+    how many of each, by a lexsort of the columns and a cut where a row differs from the one
+    before it. numpy's own sorts the rows as one structured value each, through a comparison
+    function per pair: 2 × 2.6 s of a layered `compare` over 500,000 samples, 0.15 s this way.
+    The same rows in the same order (floats ordered as numpy sorts them, NaN last and never equal
+    to itself); of rows equal but for the sign of a zero, numpy's keeps whichever its unstable
+    sort put first — the per-unit sums here have no −0.0 (a bincount's sums start at +0.0)."""
+    n = rows.shape[0]
+    if n == 0 or rows.ndim != 2 or rows.shape[1] == 0:
+        distinct, counts = np.unique(rows, axis=0, return_counts=True)
+        return distinct, counts
+    ordered = rows[np.lexsort(rows.T[::-1])]
+    starts = np.ones(n, dtype=bool)
+    np.any(ordered[1:] != ordered[:-1], axis=1, out=starts[1:])
+    first = np.flatnonzero(starts)
+    return ordered[first], np.diff(np.r_[first, n])
+
+
 def _alpha_from_sums(sums: FloatArray, level: str) -> FloatArray:
     """α from summed unit statistics (rows as in `_unit_statistics`, any trailing shape)."""
     observed, n = sums[0], sums[1]
@@ -302,7 +321,7 @@ def krippendorff_interval(
     per_unit = np.zeros((per_item.shape[0], n_units))
     for row in range(per_item.shape[0]):
         per_unit[row] = np.bincount(codes, weights=per_item[row], minlength=n_units)
-    distinct, mult = np.unique(per_unit.T, axis=0, return_counts=True)
+    distinct, mult = _distinct_rows(per_unit.T)
     use_counting = algorithm == "counting" or (
         algorithm == "auto" and mult.size <= COUNTING_MAX_RATIO * n_units
     )

@@ -306,23 +306,11 @@ def compare_staged(
     # Analytic intervals cost microseconds; a bootstrap (--interval percentile or bca) spends its
     # time in numpy's sampler, which releases the GIL: the run summaries and the pairs run side
     # by side. Each has its own seeded generator, so results do not depend on the scheduling.
+    # The pairs are submitted first: one pair (its intervals, per-task differences, MDE) takes
+    # longer than a run's summary, and on two workers a pair queued behind a summary ran after
+    # it — 2 × 1M metric samples (py-spy, load 4): a summary then the pair on one worker, 9.3 s,
+    # while the other worker's summary was done at 4.3 s.
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-        summaries = {
-            run: pool.submit(
-                summarize_run,
-                staged,
-                staged.fetch(run),
-                threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
-                confidence_level=confidence_level,
-                n_resamples=n_resamples,
-                seed=seed,
-                z=z,
-                component_intervals=False,
-                interval=interval,
-                cluster=cluster,
-            )
-            for run in wanted
-        }
         comparisons = [
             pool.submit(
                 compare_pair,
@@ -341,6 +329,22 @@ def compare_staged(
             )
             for treatment in treatments
         ]
+        summaries = {
+            run: pool.submit(
+                summarize_run,
+                staged,
+                staged.fetch(run),
+                threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
+                confidence_level=confidence_level,
+                n_resamples=n_resamples,
+                seed=seed,
+                z=z,
+                component_intervals=False,
+                interval=interval,
+                cluster=cluster,
+            )
+            for run in wanted
+        }
         variants = {run: future.result() for run, future in summaries.items()}
         paired = [future.result() for future in comparisons]
     span, scale_source = composite_scale(staged, wanted)
