@@ -409,3 +409,107 @@ def test_the_treatment_spreads_as_the_room_grows() -> None:
     assert spread.tolist() == [True, True, False]
     up, spread_up = spread_shift(rows, centre, room(centre, (1.0, 5.0)), 0.5, (1.0, 5.0))
     assert up == pytest.approx(rows + 0.5) and not spread_up.any()
+
+
+def test_the_root_finder_takes_scipys_steps_bit_for_bit() -> None:
+    """`calipers.stats.chandrupatla.bracket_root` (no scipy.optimize import) ends on the bracket
+    scipy's `find_root` ends on, to the last bit, on smooth, steep, flat and kinked monotone
+    functions, at several tolerances — with the ends' values given or evaluated."""
+    from scipy.optimize.elementwise import find_root
+
+    from calipers.stats.chandrupatla import bracket_root
+
+    rng = np.random.default_rng(5)
+    functions: list[Any] = [
+        lambda x: np.log1p(3 * x) - 0.4,
+        lambda x: np.exp(20 * x) - 7.0,
+        lambda x: np.tanh(50 * (x - 0.31)),
+        lambda x: np.where(x < 0.2, x - 0.21, 5 * (x - 0.21)),
+        lambda x: (x - 0.123456789) ** 3,
+        lambda x: np.floor(x * 1000) / 1000 - 0.5004,
+    ]
+    for _ in range(200):
+        scale = rng.uniform(0.5, 4.0)
+        shift = rng.uniform(-0.2, 0.2)
+        functions.append(lambda x, s=scale, c=shift: np.sinh(s * (x - 0.5 - c)) + 0.01 * x)
+    for f in functions:
+        for xatol in (2.0**-60, 2.0**-20, 1e-3):
+            for a, b in ((0.0, 1.0), (0.05, 0.9)):
+                fa, fb = float(f(np.array([a]))[0]), float(f(np.array([b]))[0])
+                if np.sign(fa) == np.sign(fb):
+                    continue
+                res = find_root(f, (np.array([a]), np.array([b])),
+                                tolerances={"xatol": xatol, "fatol": 0.0, "frtol": 0.0},
+                                maxiter=200)  # fmt: skip
+                want = (float(res.bracket[0][0]), float(res.bracket[1][0]),
+                        float(res.f_bracket[0][0]), float(res.f_bracket[1][0]))  # fmt: skip
+
+                def scalar(x: float, f: Any = f) -> float:
+                    return float(f(np.array([x]))[0])
+
+                assert bracket_root(scalar, a, b, xatol=xatol) == want
+                assert bracket_root(scalar, a, b, fa=fa, fb=fb, xatol=xatol) == want
+
+
+def test_the_pairwise_leaves_add_up_to_numpys_sum() -> None:
+    """`betting.pairwise` (numpy's halves, leaves summed by np.sum) is np.sum bit for bit, on
+    runs of every size around the halving points and rows of widely scaled values."""
+    from calipers.stats.betting import pairwise
+
+    rng = np.random.default_rng(9)
+    for n in (1, 7, 8, 127, 128, 129, 1000, 8192, 8193, 20_000, 131_073, 500_000):
+        x = rng.normal(size=(3, n)) * 10.0 ** rng.integers(-8, 8, size=(3, n))
+        for leaf in (128, 1000, 8192):
+            got = pairwise(lambda a, b, x=x: np.sum(x[:, a:b], axis=1), 0, n, leaf)
+            assert np.array_equal(got, np.sum(x, axis=1)), (n, leaf)
+
+
+def test_one_candidates_capitals_by_leaves_are_each_horizons_pass() -> None:
+    """`_log_capitals_at` (the horizons' rows at once, leaf by leaf, the cap skipped in the rows
+    below it) gives each row what `_log_capital` gives it alone, bit for bit, with and without
+    stakes, on either side, capped or not."""
+    from calipers.stats import betting
+
+    rng = np.random.default_rng(2)
+    z = rng.choice([0.0, 0.5, 1.0], size=70_000, p=[0.05, 0.9, 0.05])
+    z[::7] = rng.random(z[::7].size)
+    var = betting._plug_in(z)
+    lams = np.vstack([betting._bets(z, 0.05, "sequence", h, var) for h in (16, 128, 8192)])
+    most = lams.max(axis=1)
+    stake = rng.integers(1, 4, z.size) / 3.0
+    for m in (0.0, 0.2, 0.4999, 0.5, 0.77, 1.0):
+        for up in (True, False):
+            for st in (None, stake):
+                got = betting._log_capitals_at(z, lams, st, m, up=up, c=0.9, most=most)
+                for row in range(3):
+                    want = betting._log_capital(z, lams[row], st, np.array([m]), up=up, c=0.9,
+                                                most=float(most[row]))  # fmt: skip
+                    assert got[row] == want[0], (m, up, st is None, row)
+
+
+def test_two_threads_give_one_threads_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A candidate's capitals over many values, the halves summed on two threads, are the ones
+    one thread sums (the same halves, added in the same order): the same ends, bit for bit. A
+    forked process starts its own worker (it inherits none)."""
+    import os
+
+    from calipers.stats import betting
+
+    rng = np.random.default_rng(6)
+    x = rng.choice([-1.0, 0.0, 1.0], size=60_000, p=[0.05, 0.9, 0.05])
+    kw: dict[str, Any] = {
+        "bounds": (-1.0, 1.0),
+        "schedule": "sequence",
+        "horizon": (16, 128, 1024, 8192),
+        "truncation": 0.9,
+        "null_value": 0.0,
+    }
+    monkeypatch.setattr(betting, "FINDER_CELLS", 0)  # the root finder, one candidate a step
+    monkeypatch.setattr(betting, "PARALLEL_VALUES", 10_000)
+    two = betting_interval(x, **kw)
+    monkeypatch.setattr(betting, "PARALLEL_VALUES", 10**12)
+    one = betting_interval(x, **kw)
+    assert two == one
+    made = betting._pool()
+    monkeypatch.setattr(os, "getpid", lambda: -1)
+    assert betting._pool() is not made

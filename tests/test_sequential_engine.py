@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -250,29 +251,87 @@ def test_the_one_look_rules_are_the_array_rules(
 def test_a_replay_that_stops_early_does_not_compute_the_rest_of_the_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The stop of a long run is found on a prefix of it: the capitals are computed over the
-    first units only (counted here), and the stop and decision are the ones a pass over the
-    whole run gives."""
-    from calipers.verdicts import sequential_rules
+    """The stop of a long run is found on its first blocks of units: the capitals are computed
+    over the first units only (counted here), and the stop and decision are the ones a pass over
+    the whole run in one block gives."""
+    from calipers.stats import sequence_capitals
 
     b, c = _pass_fail(4, 40_000, 0.9)
     pairs = [PairedUnits("A", "B", None, b, c, (0.0, 1.0), True)]
     design = SequentialDesign("sequence")
     seen: list[int] = []
-    real = sequential_rules.sequence_paths
+    real = sequence_capitals.NullCapitals.advance
 
-    def counted(plan: object, gains: np.ndarray) -> object:
-        seen.append(int(np.atleast_2d(gains).shape[1]))
-        return real(plan, gains)  # type: ignore[arg-type]
+    def counted(self: Any, stop: int) -> Any:
+        seen.append(stop)
+        return real(self, stop)
 
-    monkeypatch.setattr(sequential_rules, "sequence_paths", counted)
-    monkeypatch.setattr(sequential_rules, "REPLAY_PREFIX", b.size)  # one pass over everything
+    monkeypatch.setattr(sequence_capitals.NullCapitals, "advance", counted)
+    monkeypatch.setattr(sequence_capitals, "PREFIX", b.size)  # one block: everything
+    monkeypatch.setattr(sequence_capitals, "BLOCK_CELLS", b.size)
     whole = decide_sequentially(pairs, design=design).pairs[0]
     assert max(seen) == b.size
     seen.clear()
     monkeypatch.undo()
-    monkeypatch.setattr(sequential_rules, "sequence_paths", counted)
+    monkeypatch.setattr(sequence_capitals.NullCapitals, "advance", counted)
     made = decide_sequentially(pairs, design=design).pairs[0]
     assert made.stopped_at is not None and made.stopped_at == whole.stopped_at
     assert made.decision == whole.decision
-    assert max(seen) <= sequential_rules.REPLAY_PREFIX < b.size
+    assert max(seen) <= sequence_capitals.PREFIX < b.size
+
+
+def _replay_before(plan: Any, base: np.ndarray, cand: np.ndarray, every: int) -> Any:
+    """`sequential_rules.replay` as it was: the paths over every unit at once
+    (`sequence_paths`, the mixture at every unit), the evidence and the first decisive look."""
+    from calipers.verdicts import sequential_rules as rules
+
+    rows, n = base.shape
+    end = plan.end
+    if end is not None and n > end:
+        base, cand, n = base[:, :end], cand[:, :end], end
+    gains = rules.gains_of(plan, base, cand)
+    paths = rules.sequence_paths(plan, gains)
+    thr = rules.sequence_threshold(plan)
+    ev = rules.Evidence({v: up >= thr for v, (up, _) in paths.items()},
+                        {v: down >= thr for v, (_, down) in paths.items()})  # fmt: skip
+    decisive, codes, margins = rules.classify(plan, ev, final=False)
+    hit = np.logical_and(decisive, rules.look_mask(n, every, end)[None, :])
+    first = np.argmax(hit, axis=1)
+    found = hit[np.arange(rows), first]
+    stop = np.where(found, first + 1, 0)
+    verdict = np.where(found, codes[np.arange(rows), first], 0)
+    margin = np.where(found, margins[np.arange(rows), first], 0)
+    final = np.zeros(rows, dtype=bool)
+    if plan.design.kind == "hybrid" and end is not None and n == end:
+        for r in np.flatnonzero(~found):
+            test = rules.final_test(plan, base[r], cand[r])
+            _, v, mg = rules.classify(plan, rules.final_evidence(plan, test), final=True)
+            stop[r], verdict[r], margin[r], final[r] = end, int(v), int(mg), True
+    return stop, verdict, margin, final
+
+
+def test_the_replay_in_blocks_is_the_replay_over_every_unit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rows × units replayed block by block (each block's sums continuing the last's, the
+    mixture computed only where a horizon's capital reaches the threshold) stop where the
+    paths over every unit at once stop them, with the same verdicts — for the sequence with and
+    without a margin and the hybrid, looking after every unit or every 9th, in small blocks."""
+    from calipers.stats import sequence_capitals
+    from calipers.verdicts import sequential_rules
+
+    rng = np.random.default_rng(8)
+    rows, n = 30, 6_000
+    base = (rng.random((rows, n)) < 0.6).astype(float)
+    cand = (rng.random((rows, n)) < np.linspace(0.56, 0.68, rows)[:, None]).astype(float)
+    monkeypatch.setattr(sequence_capitals, "PREFIX", 700)
+    monkeypatch.setattr(sequence_capitals, "BLOCK_CELLS", rows * 1_100)
+    for kind, margin in (("sequence", None), ("hybrid", 0.05), ("sequence", 0.03)):
+        design = SequentialDesign(kind, n_planned=None if kind == "sequence" else 5_000)  # type: ignore[arg-type]
+        plan = sequential_rules.make_plan(design, n_pairs=1, bounds=(0.0, 1.0), binary=True,
+                                          margin=margin)  # fmt: skip
+        for every in (1, 9):
+            made = sequential_rules.replay(plan, base, cand, every=every)
+            before = _replay_before(plan, base, cand, every)
+            for name, was in zip(("stop", "verdict", "margin", "final"), before, strict=True):
+                assert np.array_equal(getattr(made, name), was), (kind, margin, every, name)

@@ -19,7 +19,8 @@ from calipers.data.store import Store
 from calipers.schemes.layered import PairedScheme
 from calipers.schemes.metric import MetricScheme
 from calipers.stats import betting
-from calipers.stats.sequential import HORIZON_MIXTURE, bet_sizes, grid_interval, interval_trace
+from calipers.stats.sequence_trace import interval_trace
+from calipers.stats.sequential import HORIZON_MIXTURE, bet_sizes, grid_interval
 from calipers.verdicts import sequential as sequential_module
 from calipers.verdicts import sequential_rules
 from calipers.verdicts.persample import resolve_cluster
@@ -221,33 +222,60 @@ def test_an_unbounded_metric_is_left_to_the_generic_path_and_its_error(tmp_path:
 
 
 def test_the_last_look_reads_the_replays_paths(monkeypatch: pytest.MonkeyPatch) -> None:
-    """An undecided pair's decision at its last unit reuses the replay's paths over every unit:
-    the same decision, bit for bit, as computing them again (and one pass fewer)."""
+    """An undecided pair's decision at its last unit reuses the sequence's end the replay
+    computed over every unit: the same decision, bit for bit, as computing it again (and one
+    pass fewer)."""
     i = np.arange(20_000)  # benchmarks/bench_sequential.py's undecided pair: a gain of 0
     base = (i % 10 < 7).astype(float)
     cand = np.where(i % 20 == 7, 1.0, np.where(i % 20 == 3, 0.0, base))
     pairs = [PairedUnits("a", "b", None, base, cand, (0.0, 1.0), True)]
     design = parse_design("sequence", n_planned=None)
     calls: list[int] = []
-    real = sequential_rules.sequence_paths
+    real = sequential_rules.sequence_end
 
     def counted(plan: Any, gains: np.ndarray) -> Any:
         calls.append(int(np.atleast_2d(gains).shape[1]))
         return real(plan, gains)
 
-    monkeypatch.setattr(sequential_module, "sequence_paths", counted)
+    monkeypatch.setattr(sequential_module, "sequence_end", counted)
     reused = decide_sequentially(pairs, design=design, min_effect=0.001).pairs[0]
     assert reused.stopped_at is None and calls == []  # the replay's own are not counted
     original = sequential_module._decision_at
 
     def fresh(*args: Any) -> Any:
-        return original(*args[:6])  # without the replay's paths
+        return original(*args[:6])  # without the replay's end
 
     monkeypatch.setattr(sequential_module, "_decision_at", fresh)
     again = decide_sequentially(pairs, design=design, min_effect=0.001).pairs[0]
     assert calls == [20_000]
     assert reused.decision == again.decision
     assert reused.to_dict() == again.to_dict()
+
+
+@pytest.mark.parametrize("kind", ["undecided", "decided", "scores"])
+def test_the_sequences_end_is_the_paths_end(kind: str) -> None:
+    """`sequence_end` (block by block, the mixture only where a horizon's capital reaches the
+    running maximum) gives the paths' last values and running maxima at 0, bit for bit."""
+    rng = np.random.default_rng(3)
+    n = 40_000
+    if kind == "scores":
+        base = rng.beta(4, 3, n)
+        cand = np.clip(base + rng.normal(0.01, 0.1, n), 0, 1)
+    else:
+        base = (rng.random(n) < 0.7).astype(float)
+        cand = base.copy() if kind == "undecided" else (rng.random(n) < 0.72).astype(float)
+        cand[::10] = 1 - cand[::10]
+    plan = make_plan(parse_design("sequence", n_planned=None), n_pairs=1, bounds=(0.0, 1.0),
+                     binary=kind != "scores", min_effect=0.003)  # fmt: skip
+    gains = sequential_rules.gains_of(plan, base, cand)
+    for upto in (1, 2, 8_191, 8_192, 8_193, n):
+        made = sequential_rules.sequence_end(plan, gains[:upto])
+        paths = sequential_rules.sequence_paths(plan, gains[:upto])
+        assert made.n == upto
+        assert _same_bits(made.ups, np.array([paths[v][0][0, -1] for v in plan.nulls]))
+        assert _same_bits(made.downs, np.array([paths[v][1][0, -1] for v in plan.nulls]))
+        assert made.running == (max(0.0, float(paths[0.0][0].max())),
+                                max(0.0, float(paths[0.0][1].max())))  # fmt: skip
 
 
 def _trace_before(values: np.ndarray, at: np.ndarray, *, bounds: tuple[float, float], alpha: float,
@@ -292,19 +320,39 @@ def _trace_before(values: np.ndarray, at: np.ndarray, *, bounds: tuple[float, fl
 
 
 @pytest.mark.parametrize("horizon", [None, 16, 65_536, HORIZON_MIXTURE])
-def test_the_traced_path_is_the_one_before_its_shortcuts(horizon: Any) -> None:
+@pytest.mark.parametrize("data", ["steady", "reversing"])
+def test_the_traced_path_is_the_one_before_its_shortcuts(horizon: Any, data: str) -> None:
     """Bets below every cap in a block (a long horizon), above every cap (a short one on a
-    narrow spread), and mixed: the same ends, bit for bit, with blocks that end between looks."""
+    narrow spread), and mixed: the same ends, bit for bit, with blocks that end between looks —
+    with the candidates far outside left out after the first block, and (an effect that
+    reverses halfway, so that a left-out candidate comes back) traced again with all of them."""
+    from calipers.stats import sequence_trace
+
     rng = np.random.default_rng(11)
-    gains = rng.choice([-1.0, 0.0, 1.0], size=60_000, p=[0.04, 0.9, 0.06])
+    odds = [0.04, 0.9, 0.06] if data == "steady" else [0.02, 0.9, 0.08]
+    gains = rng.choice([-1.0, 0.0, 1.0], size=60_000, p=odds)
+    if data == "reversing":
+        gains[30_000:] = -gains[30_000:]
+    runs: list[bool] = []
+    real = sequence_trace._Trace.run
+
+    def counted(self: Any, *, live: bool) -> Any:
+        runs.append(live)
+        return real(self, live=live)
+
     at = np.unique(np.r_[np.linspace(1, gains.size, 300).round().astype(np.int64), 7, 9_999])
     plan = make_plan(parse_design("sequence", n_planned=None), n_pairs=1, bounds=(0.0, 1.0),
                      binary=True, higher_is_better=True, equivalence=False, min_effect=None,
                      margin=None)  # fmt: skip
     kw: dict[str, Any] = {"bounds": (-1.0, 1.0), "alpha": plan.sequence_alpha, "horizon": horizon,
                           "points": 41, "extra": plan.nulls}  # fmt: skip
-    lows, highs = interval_trace(gains, at, **kw)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(sequence_trace._Trace, "run", counted)
+        lows, highs = interval_trace(gains, at, **kw)
     assert _same_bits(np.c_[lows, highs], _trace_before(gains, at, **kw))
+    assert runs[0] is True  # left-out candidates, then (reversing) every one again
+    if data == "reversing" and horizon == HORIZON_MIXTURE:
+        assert runs == [True, False]
 
 
 def _log_capital_before(
@@ -332,12 +380,31 @@ def _log_capital_before(
     return out
 
 
+def _found_before(excess: Any, far: float, estimate: float, precision: float,
+                  ends: Any = None) -> float:  # fmt: skip
+    """`betting._found` as it was: scipy's `find_root`, each bracket end evaluated by it."""
+    from scipy.optimize.elementwise import find_root
+
+    def signed(m: np.ndarray) -> np.ndarray:
+        out = excess(np.atleast_1d(np.asarray(m, dtype=np.float64)).ravel())
+        tiny = float(np.finfo(np.float64).tiny)
+        return np.where(out >= 0, np.maximum(out, tiny), out).reshape(np.shape(m))
+
+    a, b = sorted((far, estimate))
+    tolerances = {"xatol": precision, "fatol": 0.0, "frtol": 0.0}
+    found = find_root(signed, (np.array([a]), np.array([b])), tolerances=tolerances, maxiter=200)
+    xl, xr = float(found.bracket[0][0]), float(found.bracket[1][0])
+    return xl if float(found.f_bracket[0][0]) >= 0 else xr
+
+
 @pytest.mark.parametrize("size", [40, 3_000, 90_000])
 def test_the_betting_ends_are_the_ones_before_the_shortcut(
     size: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Exact ends (multisection below FINDER_CELLS, the root finder above) and p-values, bit
-    for bit, with and without weights, for interval and sequence bets and the mixture."""
+    for bit, with and without weights, for interval and sequence bets and the mixture: against
+    the computation before its shortcuts (every minimum, each horizon's capital in one pass
+    over the values, scipy's root finder evaluating the bracket's ends itself)."""
     rng = np.random.default_rng(size)
     x = np.round(rng.beta(2, 5, size), 3)
     w = rng.integers(1, 4, size).astype(float)
@@ -345,13 +412,17 @@ def test_the_betting_ends_are_the_ones_before_the_shortcut(
         {"schedule": "interval"},
         {"schedule": "interval", "weights": w},
         {"schedule": "sequence", "horizon": HORIZON_MIXTURE},
+        {"schedule": "sequence", "horizon": HORIZON_MIXTURE, "weights": w, "null_value": 0.28},
         {"schedule": "sequence", "horizon": 65_536, "null_value": 0.3},
         {"schedule": "sequence", "orders": 3, "rng": 5},
+        {"schedule": "sequence", "horizon": HORIZON_MIXTURE, "precision": 2.0**-20},
     ]
     for kw in cases:
         now = betting.betting_interval(x, bounds=(0.0, 1.0), **kw)
         with monkeypatch.context() as patched:
             patched.setattr(betting, "_log_capital", _log_capital_before)
+            patched.setattr(betting, "PAIRWISE_LEAF", 10**12)  # one candidate: `_log_capital`
+            patched.setattr(betting, "_found", _found_before)
             before = betting.betting_interval(x, bounds=(0.0, 1.0), **kw)
         assert now == before, kw
 

@@ -22,6 +22,7 @@ from calipers.stats.group_sequential import (
     group_sequential_bounds,
     spending_function,
 )
+from calipers.stats.sequence_trace import interval_trace
 from calipers.stats.sequential import (
     HORIZON_MIXTURE,
     BettingEProcess,
@@ -29,7 +30,6 @@ from calipers.stats.sequential import (
     DiscordantTest,
     confidence_sequence,
     discordant_log_evalues,
-    interval_trace,
     log_capital_paths,
 )
 

@@ -12,7 +12,8 @@ If m is the true mean each capital is a nonnegative martingale with expectation 
 
 covers the mean with probability ≥ 1 − α for EVERY distribution on [a, b] at EVERY n — no normal
 approximation, no assumption on the shape. K⁺ falls and K⁻ rises with m, so the set is an interval
-and each end is one monotone root, found by a bracketing root finder (scipy's).
+and each end is one monotone root, found by a bracketing root finder (scipy's Chandrupatla steps,
+`calipers.stats.chandrupatla`).
 
 Bets. `schedule="interval"` (a fixed n, WSR §5: λᵢ = √(2 log(2/α)/(n σ̂²ᵢ₋₁))) gives the
 narrowest interval for one look at n values; `schedule="sequence"` (λᵢ = √(2 log(2/α)/(σ̂²ᵢ₋₁ i
@@ -41,7 +42,9 @@ orders (an average of e-values is an e-value), which makes the bounds depend les
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
 
@@ -49,6 +52,7 @@ import numpy as np
 import numpy.typing as npt
 
 from calipers.errors import InputError
+from calipers.stats.chandrupatla import bracket_root
 
 FloatArray = npt.NDArray[np.float64]
 Schedule = Literal["interval", "sequence"]
@@ -86,8 +90,17 @@ def _plug_in(z: FloatArray) -> FloatArray:
     return np.concatenate(([0.25], var[:-1]))
 
 
-def _bets(z: FloatArray, alpha: float, schedule: str, horizon: int | None = None) -> FloatArray:
-    var_prev = _plug_in(z)
+def _bets(
+    z: FloatArray,
+    alpha: float,
+    schedule: str,
+    horizon: int | None = None,
+    var_prev: FloatArray | None = None,
+) -> FloatArray:
+    """λᵢ for the values z; `var_prev`: `_plug_in(z)` where the caller has it (it does not
+    depend on the horizon: one for every horizon of a mixture)."""
+    if var_prev is None:
+        var_prev = _plug_in(z)
     n = z.size
     if horizon is not None:  # a sequence tuned at a horizon fixed before the data
         return np.sqrt(2.0 * math.log(2.0 / alpha) / (horizon * var_prev))
@@ -139,6 +152,116 @@ def _log_capital(
             step *= bet
         out[start : start + block] = np.sum(np.log1p(step, out=step), axis=1)
     return out
+
+
+# np.sum's pairwise summation, leaf by leaf. numpy sums a contiguous run of n values by halves
+# (the first half n/2 rounded down to a multiple of 8) down to runs of at most 128; `pairwise`
+# takes the same halves down to runs of at most `leaf`, computed there by `np.sum` — so the
+# total is np.sum's over the whole run, bit for bit (tests/test_betting.py), while the terms of
+# a run are made in a buffer that stays in the cache: over 500,000 units × 5 horizons the
+# terms of one candidate were ~4 passes over 20 MB, most of an evaluation's time.
+PAIRWISE_LEAF = 8_192
+
+
+def pairwise(leaf_sums: Callable[[int, int], FloatArray], start: int, n: int,
+             leaf: int = PAIRWISE_LEAF) -> FloatArray:  # fmt: skip
+    """np.sum(terms[..., start:start + n], axis=-1) where `leaf_sums(a, b)` gives
+    np.sum(terms[..., a:b], axis=-1) of a run of at most `leaf` (≥ 128) terms."""
+    if n <= leaf:
+        return leaf_sums(start, start + n)
+    half = n // 2
+    half -= half % 8
+    left = pairwise(leaf_sums, start, half, leaf)
+    return left + pairwise(leaf_sums, start + half, n - half, leaf)
+
+
+def _log_capitals_at(
+    z: FloatArray,
+    lams: FloatArray,
+    stake: FloatArray | None,
+    m: float,
+    *,
+    up: bool,
+    c: float,
+    most: FloatArray,
+) -> FloatArray:
+    """`_log_capital` at one candidate m for each row of bets `lams` (horizons × values) on the
+    same values: the same products, log1p and pairwise sum of each row (`pairwise`), made run
+    by run in one buffer. `most`: each row's largest bet (the cap is skipped in the rows where
+    it changes none: min(λ, cap) is λ)."""
+    point = np.float64(m)
+    with np.errstate(divide="ignore"):
+        cap = c / (point if up else 1.0 - point)
+    rows = lams.shape[0]
+    leaf = PAIRWISE_LEAF
+    # the first `capped` rows take the minimum with the cap, the others have every bet below it
+    # (min(λ, cap) is λ there): a mixture's short horizons bet more than its long ones
+    needs = most > cap
+    capped = int(np.argmin(needs)) if not needs.all() else rows
+    if needs[capped:].any():
+        capped = rows
+
+    def leaf_sums_in(
+        buffer: FloatArray, step_buffer: FloatArray
+    ) -> Callable[[int, int], FloatArray]:
+        def leaf_sums(a: int, b: int) -> FloatArray:
+            step = step_buffer[: b - a]
+            if up:
+                np.subtract(z[a:b], point, out=step)
+            else:
+                np.subtract(point, z[a:b], out=step)
+            out = buffer[:, : b - a]
+            if capped:
+                np.minimum(lams[:capped, a:b], cap, out=out[:capped])
+            if capped < rows:
+                if stake is None:
+                    np.multiply(lams[capped:, a:b], step, out=out[capped:])
+                else:
+                    np.multiply(lams[capped:, a:b], stake[a:b], out=out[capped:])
+            if stake is not None:
+                if capped:
+                    np.multiply(out[:capped], stake[a:b], out=out[:capped])
+                np.multiply(out, step, out=out)
+            elif capped:
+                np.multiply(out[:capped], step, out=out[:capped])
+            return np.asarray(np.sum(np.log1p(out, out=out), axis=1), dtype=np.float64)
+
+        return leaf_sums
+
+    def sums(start: int, n: int) -> FloatArray:
+        return pairwise(leaf_sums_in(np.empty((rows, leaf)), np.empty(leaf)), start, n, leaf)
+
+    n = z.size
+    pool = _pool() if n >= PARALLEL_VALUES else None
+    if pool is None:
+        return sums(0, n)
+    # numpy's first half in a second thread (numpy lets go of the interpreter inside each
+    # product and logarithm), the second here: the same two sums, added as np.sum adds them
+    half = n // 2
+    half -= half % 8
+    first = pool.submit(sums, 0, half)
+    second = sums(half, n - half)
+    return first.result() + second
+
+
+# Over many values one candidate's capitals are computed on two threads where there are two
+# processors: 500,000 units × 5 horizons are 2.5 million logarithms an evaluation, ~35 of them.
+PARALLEL_VALUES = 100_000
+_POOLS: dict[int, ThreadPoolExecutor | None] = {}
+
+
+def _pool() -> ThreadPoolExecutor | None:
+    """One worker thread, started when first needed (again in a forked process, which has no
+    threads); None on a single processor."""
+    pid = os.getpid()
+    if pid not in _POOLS:
+        _POOLS.clear()
+        try:
+            processors = len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            processors = os.cpu_count() or 1
+        _POOLS[pid] = ThreadPoolExecutor(max_workers=1) if processors > 1 else None
+    return _POOLS[pid]
 
 
 def _average_log(logs: list[FloatArray]) -> FloatArray:
@@ -212,14 +335,33 @@ def betting_interval(
         gen = np.random.default_rng(rng)
         perms = [gen.permutation(z.size) for _ in range(orders)]
     equal = bool(np.all(stake == 1.0))  # equal weights: no stake to multiply by
+    orders_made = [(z[p], None if equal else stake[p]) for p in perms]
+    plug_ins = [_plug_in(zp) for zp, _ in orders_made]
     streams = [
-        (z[p], lam, None if equal else stake[p], float(lam.max()))
-        for p in perms
+        (zp, lam, st, float(lam.max()))
+        for (zp, st), var_prev in zip(orders_made, plug_ins, strict=True)
         for h in (horizons or (None,))
-        for lam in (_bets(z[p], alpha, schedule, h),)
+        for lam in (_bets(zp, alpha, schedule, h, var_prev),)
     ]
+    # the bets of each order as one matrix (horizons × values): one candidate's capitals are
+    # then computed for every horizon at once, block by block (`_log_capitals_at`)
+    width = len(horizons or (None,))
+    stacked = [
+        (zp, np.vstack([lam for _, lam, _, _ in streams[k * width : (k + 1) * width]]), st,
+         np.array([most for _, _, _, most in streams[k * width : (k + 1) * width]]))
+        for k, (zp, st) in enumerate(orders_made)
+    ]  # fmt: skip
 
     def log_k(m: FloatArray, *, up: bool) -> FloatArray:
+        if m.size <= 2 and z.size > PAIRWISE_LEAF:  # a candidate or two over many values
+            each = [
+                np.concatenate([
+                    _log_capitals_at(zp, lams, st, float(mj), up=up, c=truncation, most=most)
+                    for zp, lams, st, most in stacked
+                ])
+                for mj in m
+            ]  # fmt: skip
+            return _average_log(list(np.stack(each, axis=1)))
         return _average_log(
             [
                 _log_capital(s, lam, st, m, up=up, c=truncation, most=most)
@@ -303,16 +445,16 @@ def _root(
     if not ends[1] < 0:  # only for pathological orders: the interval is the estimate
         return estimate
     if cells > FINDER_CELLS:
-        return _found(excess, far, estimate, precision)
+        return _found(excess, far, estimate, precision, (float(ends[0]), float(ends[1])))
     return _multisection(excess, far, estimate, precision)
 
 
 # Two searches for one end, equal to a few units in the last place (tests/test_betting.py). A
 # multisection evaluates SECTIONS candidates a round in one matrix — 12 rounds to 2⁻⁶⁰ — cheap
-# while the values are few; scipy's bracketing finder (Chandrupatla's) evaluates one candidate a
-# step, 12–20 steps, and wins once an evaluation is a long pass: over 500,000 units × 5 horizons
-# an end took 8 s by multisection, 0.3 s by the finder (issue 36's `watch` on an undecided
-# pair). Below FINDER_CELLS the multisection also spares the ~0.5 s import of scipy.optimize.
+# while the values are few; Chandrupatla's bracketing finder (`calipers.stats.chandrupatla`,
+# scipy's steps) evaluates one candidate a step, 12–20 steps, and wins once an evaluation is a
+# long pass: over 500,000 units × 5 horizons an end took 8 s by multisection, 0.3 s by the
+# finder (issue 36's `watch` on an undecided pair).
 SECTIONS = 31
 FINDER_CELLS = 200_000
 
@@ -336,25 +478,30 @@ def _multisection(
 
 
 def _found(
-    excess: Callable[[FloatArray], FloatArray], far: float, estimate: float, precision: float
+    excess: Callable[[FloatArray], FloatArray],
+    far: float,
+    estimate: float,
+    precision: float,
+    ends: tuple[float, float] | None = None,
 ) -> float:
-    from scipy.optimize.elementwise import find_root  # ~0.5 s: imported only when used
+    """The end by Chandrupatla's finder; `ends`: excess at (far, estimate), already computed."""
 
-    def signed(m: FloatArray) -> FloatArray:
+    def signed(m: float) -> float:
         # excess ≥ 0 is outside: an exact 0 becomes the smallest positive number, so that the
         # bracket's ends always differ in sign as the finder needs
-        out = excess(np.atleast_1d(np.asarray(m, dtype=np.float64)).ravel())
-        return np.where(out >= 0, np.maximum(out, _TINY), out).reshape(np.shape(m))
+        return _signed(float(excess(np.array([m]))[0]))
 
     a, b = sorted((far, estimate))
-    found = find_root(
-        signed,
-        (np.array([a]), np.array([b])),
-        tolerances={"xatol": precision, "fatol": 0.0, "frtol": 0.0},
-        maxiter=200,
-    )
-    xl, xr = float(found.bracket[0][0]), float(found.bracket[1][0])
-    return xl if float(found.f_bracket[0][0]) >= 0 else xr
+    fa = fb = None
+    if ends is not None:  # the same numbers the finder's first two evaluations would give
+        f_far, f_estimate = _signed(ends[0]), _signed(ends[1])
+        fa, fb = (f_far, f_estimate) if a == far else (f_estimate, f_far)
+    xl, xr, fl, _ = bracket_root(signed, a, b, fa=fa, fb=fb, xatol=precision, maxiter=200)
+    return xl if fl >= 0 else xr
+
+
+def _signed(value: float) -> float:
+    return max(value, _TINY) if value >= 0 else value
 
 
 _TINY = float(np.finfo(np.float64).tiny)

@@ -109,6 +109,26 @@ def bet_sizes(
     """λᵢ for each value of each row of z (values scaled to [0, 1], rows × n), before the cap:
     WSR's predictable plug-ins continued from `start` = (values before, their sum, the sum of
     squared deviations); `horizon` None: Theorem 3's schedule, else the bets tuned at it."""
+    return bets_from(plug_in(z, start), alpha=alpha, horizon=horizon)
+
+
+def bet_sizes_each(
+    z: FloatArray,
+    *,
+    alpha: float,
+    horizons: Sequence[int | None],
+    start: tuple[int, float, float] = (0, 0.0, 0.0),
+) -> list[FloatArray]:
+    """`bet_sizes` for each horizon, the plug-ins (which do not depend on it) computed once."""
+    made = plug_in(z, start)
+    return [bets_from(made, alpha=alpha, horizon=h) for h in horizons]
+
+
+def plug_in(
+    z: FloatArray, start: tuple[int, float, float] = (0, 0.0, 0.0)
+) -> tuple[FloatArray, FloatArray]:
+    """(i, σ̂²ᵢ₋₁) for each value of each row of z: the unit's index and WSR's predictable
+    variance from the values before it, continued from `start` (as `bet_sizes`)."""
     n0, sum0, dev0 = start
     rows = np.atleast_2d(z)
     i = n0 + np.arange(1, rows.shape[1] + 1, dtype=np.float64)
@@ -116,6 +136,14 @@ def bet_sizes(
     var = (0.25 + dev0 + np.cumsum((rows - mu) ** 2, axis=1)) / (i + 1)
     first = 0.25 if n0 == 0 else (0.25 + dev0) / (n0 + 1)
     prev = np.concatenate((np.full((rows.shape[0], 1), first), var[:, :-1]), axis=1)
+    return i, prev
+
+
+def bets_from(
+    made: tuple[FloatArray, FloatArray], *, alpha: float, horizon: int | None
+) -> FloatArray:
+    """λᵢ from `plug_in`'s (i, σ̂²ᵢ₋₁): Theorem 3's schedule (horizon None) or tuned at it."""
+    i, prev = made
     k = _scale_factor(alpha)
     if horizon is None:
         return np.asarray(np.sqrt(k / (prev * i * np.log1p(i))), dtype=np.float64)
@@ -543,87 +571,3 @@ class DiscordantTest:
     @property
     def p_value_below(self) -> float:
         return min(1.0, math.exp(-self._max_down))
-
-
-def interval_trace(
-    values: npt.ArrayLike,
-    at: npt.ArrayLike,
-    *,
-    bounds: tuple[float, float],
-    alpha: float = 0.05,
-    truncation: float = SEQUENCE_TRUNCATION,
-    horizon: int | Sequence[int] | None = None,
-    points: int = 1001,
-    extra: Sequence[float] = (),
-) -> tuple[FloatArray, FloatArray]:
-    """The confidence sequence's interval after each of the first n values for every n in `at`
-    (increasing, 1-based), on `CapitalGrid`'s grid: the same ends a grid updated value by value
-    would give, computed in blocks of values × candidates (for plotting a whole run)."""
-    lo, hi = _check_bounds(bounds)
-    x = np.asarray(values, dtype=np.float64)
-    ns = np.asarray(at, dtype=np.int64)
-    grid = CapitalGrid(
-        bounds=bounds, alpha=alpha, truncation=truncation, horizon=horizon, points=points,
-        extra=extra,
-    )  # fmt: skip
-    lows, highs = np.empty(ns.size), np.empty(ns.size)
-    if ns.size == 0:
-        return lows, highs
-    z = (x[: int(ns.max())] - lo) / (hi - lo)
-    horizons: tuple[int | None, ...] = grid.horizons or (None,)
-    bets = [bet_sizes(z[None, :], alpha=alpha, horizon=h)[0] for h in horizons]
-    m = grid.m
-    with np.errstate(divide="ignore"):
-        cap_up, cap_down = truncation / m, truncation / (1.0 - m)
-    up = np.zeros((len(bets), m.size))
-    down = np.zeros((len(bets), m.size))
-    threshold = math.log(2.0 / alpha)
-    block = max(1, 2_000_000 // (m.size * len(bets)))
-    # one matrix of log-bets reused by every block, side and horizon, and the steps ±(z − m) of
-    # a block made once: over 500,000 units × 5 horizons the fresh temporaries of each product
-    # (a few MB each, a page fault per page) cost as much as the logarithms
-    work = np.empty((min(block, z.size), m.size))
-    floor_up, floor_down = float(cap_up.min()), float(cap_down.min())
-    step_up, step_down = np.empty_like(work), np.empty_like(work)
-    done = 0
-    for start in range(0, z.size, block):
-        stop = min(z.size, start + block)
-        rows = stop - start
-        # the capitals are needed only after the units in `at`: sum the block's log-bets between
-        # those units (one pass, no running sum written per unit), then add the sums up
-        ends = ns[done:][ns[done:] <= stop] - start
-        cuts = np.unique(np.concatenate((ends, [stop - start])))
-        starts = np.concatenate(([0], cuts[:-1]))
-        up_step, down_step, out = step_up[:rows], step_down[:rows], work[:rows]
-        np.subtract(z[start:stop, None], m[None, :], out=up_step)
-        np.negative(up_step, out=down_step)
-        ups: list[FloatArray] = []
-        downs: list[FloatArray] = []
-        for u, d, lam in zip(up, down, bets, strict=True):
-            bet = lam[start:stop, None]
-            below = float(bet.max())
-            sides = (
-                (cap_up, floor_up, up_step, ups, u),
-                (cap_down, floor_down, down_step, downs, d),
-            )
-            for cap, floor, step, into, was in sides:
-                # min(λ, cap)·step, without the minimum where every bet of the block is below
-                # every cap (the same products): a long horizon's bets are
-                if below <= floor:
-                    np.multiply(bet, step, out=out)
-                else:
-                    np.minimum(bet, cap, out=out)
-                    np.multiply(out, step, out=out)
-                into.append(
-                    was + np.cumsum(np.add.reduceat(np.log1p(out, out=out), starts), axis=0)
-                )
-        while done < ns.size and ns[done] <= stop:
-            row = int(np.searchsorted(cuts, int(ns[done]) - start))
-            lows[done], highs[done] = grid_interval(
-                m, _mean_log([u[row] for u in ups]), _mean_log([d[row] for d in downs]),
-                threshold, lo, hi,
-            )  # fmt: skip
-            done += 1
-        up = np.stack([u[-1] for u in ups])
-        down = np.stack([d[-1] for d in downs])
-    return lows, highs

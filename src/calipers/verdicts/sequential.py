@@ -44,6 +44,7 @@ from calipers.verdicts.sequential_rules import (
     VERDICTS,
     Evidence,
     Plan,
+    SequenceEnd,
     SequentialDesign,
     classify_one,
     final_evidence,
@@ -53,7 +54,7 @@ from calipers.verdicts.sequential_rules import (
     interval_evidence,
     make_plan,
     replay,
-    sequence_paths,
+    sequence_end,
     sequence_threshold,
 )
 from calipers.verdicts.sequential_trace import GRID_POINTS, oriented, outcome
@@ -488,7 +489,7 @@ def _replayed(plan: Plan, meta: tuple[str, str, str | None], base: FloatArray,
     run = replay(plan, base[None, :], cand[None, :], every=every)
     stop = int(run.stop[0])
     decision, made = _decision_at(plan, meta, base, cand, stop if stop else end,
-                                  bool(run.final[0]), run.paths)  # fmt: skip
+                                  bool(run.final[0]), run.end)  # fmt: skip
     # undecided at the last unit: the sequence's exact interval there is the report's last one
     # (computed once — over 500,000 units each computation is a pass per root-finding step)
     last = oriented(plan, made[0], made[1]) if made is not None and not stop else None
@@ -496,12 +497,12 @@ def _replayed(plan: Plan, meta: tuple[str, str, str | None], base: FloatArray,
 
 
 def _decision_at(plan: Plan, meta: tuple[str, str, str | None], base: FloatArray,
-                 cand: FloatArray, n: int, final: bool,
-                 replayed: dict[float, tuple[FloatArray, FloatArray]] | None = None,
+                 cand: FloatArray, n: int, final: bool, replayed: SequenceEnd | None = None,
                  ) -> tuple[PairDecision, tuple[float, float] | None]:  # fmt: skip
     """The decision a look at unit n makes (the replay found where), and the sequence's exact
-    interval of the gain there (unoriented) where the look computed it. `replayed`: the replay's
-    paths when they cover exactly the first n units (the same computation on the same units)."""
+    interval of the gain there (unoriented) where the look computed it. `replayed`: the end of
+    the sequence the replay computed, used where it is the end after these n units (the same
+    computation on the same units)."""
     if plan.design.kind in GROUP_KINDS:
         k = max((i for i, at in enumerate(plan.looks_at) if at <= n), default=None)
         if k is None:
@@ -512,14 +513,8 @@ def _decision_at(plan: Plan, meta: tuple[str, str, str | None], base: FloatArray
     # what a monitor would hold after n units, from the paths the replay computes, and the
     # interval's ends exact rather than on the grid
     gains = gains_of(plan, base[:n], cand[:n])
-    covers = replayed is not None and next(iter(replayed.values()))[0].shape == (1, n)
-    paths = replayed if replayed is not None and covers else sequence_paths(plan, gains)
-    ups = np.array([paths[v][0][0, -1] for v in plan.nulls])
-    downs = np.array([paths[v][1][0, -1] for v in plan.nulls])
-    running = (
-        max(0.0, float(paths[0.0][0].max())),
-        max(0.0, float(paths[0.0][1].max())),
-    )
+    seq = replayed if replayed is not None and replayed.n == n else sequence_end(plan, gains)
+    ups, downs, running = seq.ups, seq.downs, seq.running
     span = plan.span
     made = confidence_sequence(
         gains, bounds=(-span, span), confidence_level=1.0 - plan.sequence_alpha,

@@ -43,6 +43,7 @@ from calipers.errors import InputError
 from calipers.stats.estimate import NoInterval, paired_interval
 from calipers.stats.group_sequential import Spending, group_sequential_bounds
 from calipers.stats.paired_tests import mcnemar_exact
+from calipers.stats.sequence_capitals import Block, NullCapitals, mixture_at, reaches
 from calipers.stats.sequential import (
     HORIZON_MIXTURE,
     SEQUENCE_TRUNCATION,
@@ -56,8 +57,6 @@ BoolArray = npt.NDArray[np.bool_]
 DesignKind = Literal["hybrid", "sequence", "obrien-fleming", "pocock"]
 DESIGN_KINDS: tuple[str, ...] = ("hybrid", "sequence", "obrien-fleming", "pocock")
 GROUP_KINDS = ("obrien-fleming", "pocock")
-REPLAY_PREFIX = 8192  # units of a replay's first pass (the calibration's runs fit in one)
-REPLAY_GROWTH = 16  # … and the factor each further pass takes
 HORIZON_SHARE = 0.5  # with N planned, the sequence's bets are tuned at N/2 (docs/sequential.md)
 
 # Verdict and margin codes of the replay arrays
@@ -403,6 +402,19 @@ def final_evidence(plan: Plan, test: FinalTest) -> Evidence:
     return ev
 
 
+@dataclass(frozen=True)
+class SequenceEnd:
+    """What a look after n units reads of one row's sequence: the mixture's log K⁺ and log K⁻ at
+    each null (in `plan.nulls` order) after the n-th unit, and the running maxima of log K⁺ and
+    log K⁻ at 0 over units 1..n (each at least 0) — as `sequence_paths` over the n units gives
+    them (`paths[v][side][0, -1]`, `max(0, paths[0.0][side].max())`)."""
+
+    n: int
+    ups: FloatArray
+    downs: FloatArray
+    running: tuple[float, float]
+
+
 @dataclass
 class Replay:
     """Rows × (stop, verdict, margin): `stop` the unit at the first decisive look (0: none),
@@ -413,10 +425,10 @@ class Replay:
     margin: npt.NDArray[np.int64]
     final: BoolArray
     n: int
-    # the sequence's paths at the nulls (`sequence_paths`) where the replay of one row computed
-    # them over every unit: a look at the last unit reads them instead of computing them again
-    # (an undecided pair of 500,000 units: a second pass over every unit × null × horizon)
-    paths: dict[float, tuple[FloatArray, FloatArray]] | None = None
+    # where the replay of one row computed the sequence over every unit: what a look at the last
+    # unit reads of it (an undecided pair of 500,000 units: a second pass over every unit × null
+    # × horizon spared)
+    end: SequenceEnd | None = None
 
 
 def look_mask(n: int, every: int, end: int | None) -> BoolArray:
@@ -460,35 +472,87 @@ def replay(
         return Replay(stop, verdict, margin, final, n)
     mask = np.broadcast_to(look_mask(n, every, end) if looks is None else looks, (rows, n))
     thr = sequence_threshold(plan)
-    # The capitals on a growing prefix of the units, until every row has decided: a stop early
-    # in a long run (2,651 of 500,000) then costs the prefix, not the run. A prefix's paths are
-    # the first values of the whole run's (each is a running sum in arrival order), so the stop
-    # is the same; a run that never decides pays the prefixes too (at most ~¼ more: a prefix
-    # that would pass a quarter of the run becomes the whole run).
-    length = min(n, REPLAY_PREFIX)
-    while True:
-        paths = sequence_paths(plan, gains[:, :length])
-        ev = Evidence({v: up >= thr for v, (up, _) in paths.items()},
-                      {v: down >= thr for v, (_, down) in paths.items()})  # fmt: skip
+    # The capitals block of units by block (`NullCapitals`), until every row has decided: a stop
+    # early in a long run (2,651 of 500,000) costs its first block, not the run; each block's
+    # sums continue the last's, so every look sees the numbers a pass over the whole run gives.
+    capitals = _capitals(plan, gains)
+    found = np.zeros(rows, dtype=bool)
+    # the end of the sequence is kept for one row only (a pair's replay)
+    follow = _Follow(plan) if rows == 1 else None
+    while capitals.done < n and not found.all():
+        block = capitals.advance(capitals.next_stop())
+        ev = Evidence(
+            {v: reaches(block.paths[k][0], thr) for k, v in enumerate(plan.nulls)},
+            {v: reaches(block.paths[k][1], thr) for k, v in enumerate(plan.nulls)},
+        )
         decisive, codes, margins = classify(plan, ev, final=False)
-        hit = np.logical_and(decisive, mask[:, :length])
-        if length == n or bool(hit.any(axis=1).all()):
-            break
-        length = n if 4 * length * REPLAY_GROWTH > n else length * REPLAY_GROWTH
-    first = np.argmax(hit, axis=1)
-    found = hit[np.arange(rows), first]
-    idx = np.flatnonzero(found)
-    stop[idx] = first[idx] + 1
-    verdict[idx] = codes[idx, first[idx]]
-    margin[idx] = margins[idx, first[idx]]
+        hit = np.logical_and(decisive, mask[:, block.start : block.stop])
+        first = np.argmax(hit, axis=1)
+        idx = np.flatnonzero(~found & hit[np.arange(rows), first])
+        stop[idx] = block.start + first[idx] + 1
+        verdict[idx] = codes[idx, first[idx]]
+        margin[idx] = margins[idx, first[idx]]
+        found[idx] = True
+        if follow is not None:
+            follow.read(block)
     if plan.design.kind == "hybrid" and end is not None and n == end:
         for r in np.flatnonzero(~found):
             test = final_test(plan, base[r], cand[r])
             _, v, mg = classify(plan, final_evidence(plan, test), final=True)
             stop[r], verdict[r], margin[r], final[r] = end, int(v), int(mg), True
-    # kept for one row only (a pair's replay): a calibration's thousands of rows would hold
-    # rows × units × nulls × 2 capitals for as long as their result lives
-    return Replay(stop, verdict, margin, final, n, paths if length == n and rows == 1 else None)
+    made = follow.end(n) if follow is not None and capitals.done == n and n else None
+    return Replay(stop, verdict, margin, final, n, made)
+
+
+def sequence_end(plan: Plan, gains: FloatArray) -> SequenceEnd:
+    """The sequence of one row of gains after its last unit, as a look there reads it."""
+    capitals = _capitals(plan, gains)
+    follow = _Follow(plan)
+    while capitals.done < capitals.n:
+        follow.read(capitals.advance(capitals.next_stop()))
+    return follow.end(capitals.n)
+
+
+def _capitals(plan: Plan, gains: FloatArray) -> NullCapitals:
+    horizons = plan.horizon if isinstance(plan.horizon, tuple) else (plan.horizon,)
+    return NullCapitals(
+        scaled(plan, np.atleast_2d(gains)), [null_scaled(plan, v) for v in plan.nulls],
+        alpha=plan.sequence_alpha, truncation=plan.truncation, horizons=horizons,
+    )  # fmt: skip
+
+
+class _Follow:
+    """One row's running maxima of the mixture's log K± at 0 and its last block, block by block:
+    the maxima compared only where a horizon's capital exceeds the maximum so far (the mixture
+    never exceeds its largest horizon)."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.zero = plan.nulls.index(0.0)
+        self.running = [0.0, 0.0]
+        self.last: Block | None = None
+
+    def read(self, block: Block) -> None:
+        for side in (0, 1):
+            paths = block.paths[self.zero][side]
+            top = paths[0][0].copy()
+            for p in paths[1:]:
+                np.maximum(top, p[0], out=top)
+            above = np.flatnonzero(top > self.running[side])
+            if above.size:
+                values = mixture_at(paths, np.zeros(above.size, dtype=np.intp), above)
+                self.running[side] = max(self.running[side], float(values.max()))
+        self.last = block
+
+    def end(self, n: int) -> SequenceEnd:
+        block = self.last
+        assert block is not None and block.stop == n
+        at = (np.zeros(1, dtype=np.intp), np.array([n - 1 - block.start], dtype=np.intp))
+        ups = np.array([float(mixture_at(block.paths[k][0], *at)[0])
+                        for k in range(len(self.plan.nulls))])  # fmt: skip
+        downs = np.array([float(mixture_at(block.paths[k][1], *at)[0])
+                          for k in range(len(self.plan.nulls))])  # fmt: skip
+        return SequenceEnd(n, ups, downs, (self.running[0], self.running[1]))
 
 
 def group_look(plan: Plan, gains: FloatArray, k: int) -> tuple[FloatArray, FloatArray, FloatArray]:

@@ -4,8 +4,8 @@ last unit and the path drawn over n, each computed when first asked for.
 Why lazily. A sequential decision is final at its stop, and the stop is found by the replay
 over the nulls alone. The interval at the last unit and the path beyond the stop are the
 sequence over every unit seen — on a long run the dearest part of a report (2 × 500,000 units:
-~0.5–1 s for the last interval over the five horizons of the open-ended mixture, ~1.4 s for the
-path, against ~0.1 s for everything up to a stop at unit 2,651). So a report that does not
+~0.4 s of CPU for the last interval over the five horizons of the open-ended mixture, ~0.15 s for
+the path, against ~0.1 s for everything up to a stop at unit 2,651). So a report that does not
 show them (`calipers watch` without `--full-path`) never computes them, and one that does
 (`compare --sequential`, `--full-path`, a Python caller reading `interval_at_last`) computes them
 exactly as before. A pair undecided at its last unit has that interval from its decision's look
@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from calipers.stats.sequential import confidence_sequence, interval_trace
+from calipers.stats.sequence_trace import interval_trace
+from calipers.stats.sequential import confidence_sequence
 from calipers.verdicts.sequential_results import PairDecision, PairOutcome
 from calipers.verdicts.sequential_rules import GROUP_KINDS, Plan, gains_of, group_look
 
