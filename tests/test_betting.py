@@ -513,3 +513,14 @@ def test_two_threads_give_one_threads_ends(monkeypatch: pytest.MonkeyPatch) -> N
     made = betting._pool()
     monkeypatch.setattr(os, "getpid", lambda: -1)
     assert betting._pool() is not made
+
+
+def test_a_capital_past_a_doubles_range_gives_p_zero_not_an_overflow() -> None:
+    """200,000 values near 0.95 against a null of 0: the capital at the null is e^(tens of
+    thousands), past a double; the p-value is its reciprocal, 0 to a double, and the interval is
+    the one computed without the test."""
+    x = np.random.default_rng(0).uniform(0.9, 1.0, 200_000)
+    tested = betting_interval(x, bounds=(0.0, 1.0), null_value=0.0)
+    plain = betting_interval(x, bounds=(0.0, 1.0))
+    assert tested.p_value == 0.0 and plain.p_value == 1.0
+    assert (tested.low, tested.high) == (plain.low, plain.high)

@@ -388,11 +388,12 @@ def betting_interval(
     p_value = 1.0
     if null_value is not None and lo <= null_value <= hi:
         m0 = np.array([(null_value - lo) / (hi - lo)])
-        capital = max(
-            THETA * math.exp(float(log_k(m0, up=True)[0])),
-            (1 - THETA) * math.exp(float(log_k(m0, up=False)[0])),
-        )
-        p_value = min(1.0, 1.0 / capital) if capital > 0 else 1.0
+        up, down = float(log_k(m0, up=True)[0]), float(log_k(m0, up=False)[0])
+        try:
+            capital = max(THETA * math.exp(up), (1 - THETA) * math.exp(down))
+            p_value = min(1.0, 1.0 / capital) if capital > 0 else 1.0
+        except OverflowError:  # a capital past a double's range (many values, a null far off)
+            p_value = math.exp(-max(math.log(THETA) + up, math.log(1 - THETA) + down))
     scale = hi - lo
     return BettingInterval(
         estimate=lo + scale * estimate,
