@@ -40,9 +40,32 @@ def register_key_env(name: str) -> None:
         _explicit.add(name)
 
 
+# The last answer for the process environment: (its raw mapping as it was, the explicit names,
+# `extra`, the answer). Reading the environment item by item and matching each name cost about
+# 60–80 µs — per judge reply, more than calipers' other work on a call; comparing the raw mapping
+# with the copy kept is one dict comparison in C (about 1 µs), and any change to the environment
+# (os.environ, putenv through it) makes them differ, so the environment is still read at each call.
+_last: tuple[dict[Any, Any], frozenset[str], tuple[str, ...], list[str]] | None = None
+
+
 def secrets(extra: Iterable[str] = (), environ: Mapping[str, str] | None = None) -> list[str]:
     """The values to mask, longest first (a secret that contains another is masked whole)."""
-    env = os.environ if environ is None else environ
+    global _last
+    raw = getattr(os.environ, "_data", None) if environ is None else None
+    if isinstance(raw, dict):  # CPython's os._Environ keeps the process environment there
+        extra = tuple(extra)
+        last = _last
+        if last is not None and last[2] == extra and last[1] == _explicit and last[0] == raw:
+            return list(last[3])
+        # copied before reading: a change made meanwhile makes the next comparison differ
+        seen, names = dict(raw), frozenset(_explicit)
+        found = _secrets(extra, os.environ)
+        _last = (seen, names, extra, found)
+        return list(found)
+    return _secrets(extra, os.environ if environ is None else environ)
+
+
+def _secrets(extra: Iterable[str], env: Mapping[str, str]) -> list[str]:
     found = {
         value for name, value in env.items() if len(value) >= MIN_LENGTH and is_secret_name(name)
     }

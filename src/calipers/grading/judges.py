@@ -378,16 +378,27 @@ def judgments_from(
 
 
 def keeper(
-    cache: JudgeCache | None, key: str | None, judge: Judge, template: PromptTemplate, repeat: int
+    cache: JudgeCache | None,
+    key: str | None,
+    judge: Judge,
+    template: PromptTemplate,
+    repeat: int,
+    *,
+    made: dict[int, list[dict[str, Any]]] | None = None,
+    slot: int = 0,
 ) -> Callable[[tuple[str | None, str | None]], None]:
     """What caches one call's (reply, error): a readable reply, one line appended to the cache; a
-    failed call or an unreadable reply never (the next run asks again)."""
+    failed call or an unreadable reply never (the next run asks again). `made`: where the
+    judgments read from the reply to decide are left, under `slot`, for the caller to use
+    instead of reading the same reply again."""
 
     def keep(result: tuple[str | None, str | None]) -> None:
         reply, error = result
         if cache is None or key is None or reply is None:
             return
         rows = judgments_from(judge, template, reply, error, repeat=repeat)
+        if made is not None:
+            made[slot] = rows
         if rows[0]["error"] is None:
             cache.put(key, reply)
 

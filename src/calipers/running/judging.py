@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from calipers.errors import Interrupted
-from calipers.grading.async_judges import AsyncJudgeCalls, Call, prefetch_client
+from calipers.grading.async_judges import AsyncJudgeCalls, Call, prefetch_client, thaw
 from calipers.grading.judge_cache import JudgeCache
 from calipers.grading.judges import (
     Judge,
@@ -90,6 +90,9 @@ def judge_requests(
                 hit = cache.get(key) if cache and key and use_hits else None
                 calls.append((i, judge, repeat, key, hit))
     futures: dict[int, Future[tuple[str | None, str | None]]] = {}
+    # a call's judgments as its keeper read them from the reply, to decide whether to cache it:
+    # `_finished` takes them instead of reading every reply a second time
+    made: dict[int, list[dict[str, Any]]] = {}
     kept: list[threading.Event] = []  # remote backends: set when a reply is on disk
     # OpenAI-compatible judges on the local backend: coroutines on an event loop, as many in
     # flight as the backend has workers — in this process, or for a large judging at a high -j
@@ -117,7 +120,7 @@ def judge_requests(
                 # the event loop while the call still holds its place — so at most -j calls are
                 # ever in flight and not on disk: a run killed while judging repeats only those,
                 # and an interrupt stores nothing the cache does not hold.
-                keep = keeper(cache, key, judge, requests[i].template, repeat)
+                keep = keeper(cache, key, judge, requests[i].template, repeat, made=made, slot=n)
                 prompt = requests[i].prompt
                 if loop_calls is not None and isinstance(judge, OpenAIJudge):
                     keeps = (key, requests[i].template, repeat) if cache and key else None
@@ -152,13 +155,14 @@ def judge_requests(
                 future.cancel()
             if loop_calls is not None:
                 loop_calls.close(wait=False)
-            raise JudgingInterrupted(_finished(requests, calls, futures, counts)) from None
+            raise JudgingInterrupted(_finished(requests, calls, futures, counts, made)) from None
         finally:
             if loop_calls is not None:
                 loop_calls.close()
             if cache is not None:
                 cache.close()  # a call still running after an interrupt reopens a segment
-    out = _finished(requests, calls, futures, counts)
+            thaw()
+    out = _finished(requests, calls, futures, counts, made)
     return [judgments for judgments in out if judgments is not None]
 
 
@@ -205,6 +209,7 @@ def _finished(
     calls: Sequence[tuple[int, Judge, int, str | None, str | None]],
     futures: dict[int, Future[tuple[str | None, str | None]]],
     counts: dict[str, CallCounts] | None,
+    made: dict[int, list[dict[str, Any]]] | None = None,
 ) -> list[list[dict[str, Any]] | None]:
     out: list[list[dict[str, Any]] | None] = [[] for _ in requests]
     tally = counts if counts is not None else {}
@@ -221,12 +226,14 @@ def _finished(
         else:
             out[i] = None
             continue
-        made = judgments_from(judge, requests[i].template, reply, error, repeat=repeat)
-        if hit is None and any(j["score"] is None for j in made):
+        rows = made.pop(n, None) if made and hit is None else None
+        if rows is None:
+            rows = judgments_from(judge, requests[i].template, reply, error, repeat=repeat)
+        if hit is None and any(j["score"] is None for j in rows):
             count.failed += 1
         judgments = out[i]
         if judgments is not None:
-            judgments.extend(made)
+            judgments.extend(rows)
     return out
 
 
