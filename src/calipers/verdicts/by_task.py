@@ -86,25 +86,40 @@ def _p_value(d: Any) -> tuple[float | None, str | None]:
     return d.p_value, d.interval.formula
 
 
+def _distinct(values: npt.NDArray[np.int64]) -> int:
+    """`np.unique(values).size`, in one pass where they come sorted (matched rows come in
+    sample order)."""
+    if values.size and bool(np.all(values[1:] >= values[:-1])):
+        return 1 + int(np.count_nonzero(values[1:] != values[:-1]))
+    return int(np.unique(values).size)
+
+
 def task_differences(
     task_code: npt.NDArray[np.int64],
     names: list[str],
     composite_c: FloatArray,
     composite_t: FloatArray,
-    difference: Callable[[npt.NDArray[np.bool_]], Any],
+    difference: Callable[[npt.NDArray[np.intp]], Any],
     *,
     alpha: float,
     adjust: str,
     samples: npt.NDArray[np.int64] | None = None,
 ) -> dict[str, TaskDifference]:
-    """`difference(mask)` makes the pair's Difference over the rows in `mask`; `samples`: each
-    row's sample (for each task's count of distinct samples)."""
+    """`difference(rows)` makes the pair's Difference over `rows` (indices, ascending); `samples`:
+    each row's sample (for each task's count of distinct samples)."""
     both = np.isfinite(composite_c) & np.isfinite(composite_t)
     out: dict[str, TaskDifference] = {}
-    for code in np.unique(task_code):
-        rows = task_code == code
-        kept = rows & both
-        n = int(np.count_nonzero(kept))
+    # The rows grouped by task with one stable sort, each task's rows in their order: the same
+    # rows a mask picks, without a pass over every row per task (20 tasks × 1M rows, 2026-11-27).
+    order = np.argsort(task_code, kind="stable")
+    grouped = task_code[order]
+    codes = np.unique(grouped)
+    starts = np.searchsorted(grouped, codes, side="left")
+    ends = np.searchsorted(grouped, codes, side="right")
+    for code, start, end in zip(codes, starts, ends, strict=True):
+        rows = order[start:end]
+        kept = rows[both[rows]]
+        n = int(kept.size)
         name = names[int(code)]
         if n == 0:
             out[name] = TaskDifference(name, 0, None, None, None, None, None)
@@ -113,7 +128,7 @@ def task_differences(
         p, test = _p_value(d)
         # The difference's own means: over the same pairs, of per-sample epoch means.
         out[name] = TaskDifference(name, n, d.control_mean, d.treatment_mean, d, p, test)
-        out[name].n_samples = n if samples is None else int(np.unique(samples[kept]).size)
+        out[name].n_samples = n if samples is None else _distinct(samples[kept])
     tested = [t for t in out.values() if t.p_value is not None]
     for t, p in zip(tested, adjust_p([t.p_value or 0.0 for t in tested], adjust), strict=True):
         t.p_adjusted = p

@@ -27,6 +27,7 @@ for what the arrays lack (sample names, whether the outputs are equal, the input
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -47,7 +48,13 @@ from calipers.verdicts.flip_text import (
     word_diff,
 )
 from calipers.verdicts.paired import match_rows
-from calipers.verdicts.persample import FloatArray, StagedScores, sample_keys_sql
+from calipers.verdicts.persample import (
+    _NAMES_LOCK,
+    FloatArray,
+    StagedScores,
+    sample_keys_sql,
+    staged_keys,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -134,10 +141,20 @@ def pair_flips(
     alpha: float,
     adjust: str = "holm",
     listed: int = LISTED,
+    locked: bool = False,
 ) -> PairFlips:
     """The flips of `treatment` against `control`. `staged` holds the components of `runs`, as
     staged from `samples` (the sample codes are those runs' keys); `alpha` and `adjust` are the
-    pair's, for the concentration tests; `listed` regressions and improvements carry text."""
+    pair's, for the concentration tests; `listed` regressions and improvements carry text.
+    `locked`: each query takes the connection's lock (`persample._NAMES_LOCK`), for flips made
+    beside a comparison whose run summaries ask for sample names (a DuckDB connection refuses a
+    second call rather than wait)."""
+    lock = _NAMES_LOCK if locked else contextlib.nullcontext()
+    with lock:
+        # whether the names can be read without the facts' join, and then (first, as the run
+        # summaries beside a comparison ask for names from the same keys) the names
+        textless = _textless(samples, runs, control, treatment)
+        keys = staged_keys(staged) if textless else None
     matched = match_rows(staged, control, treatment)
     c_run, t_run = staged.fetch(control), staged.fetch(treatment)
     cc, tt = matched.control, matched.treatment
@@ -190,8 +207,11 @@ def pair_flips(
         cand[alone] = mean(raw_t, np.isfinite(raw_t))[alone]
     first = np.searchsorted(codes, np.arange(k))
     task_code = c_run.task_code[matched.ic][first] if k else np.zeros(0, np.int64)
-    facts = _sample_facts(samples, runs, control, treatment, uniq,
-                          np.asarray(staged.tasks, dtype=object)[task_code])  # fmt: skip
+    task_names = np.asarray(staged.tasks, dtype=object)[task_code]
+    with lock:
+        facts = _sample_facts(
+            samples, runs, control, treatment, uniq, task_names, textless=textless, keys=keys
+        )
     moved = (way == REGRESSION) | (way == IMPROVEMENT)
     stable = (((way == REGRESSION) & (up == 0)) | ((way == IMPROVEMENT) & (down == 0))) & (
         same == 0
@@ -228,7 +248,8 @@ def pair_flips(
     rows = MatchedObservations(
         codes, c_run.epoch[matched.ic], cc, tt, raw_c, raw_t, err_c, err_t, d
     )
-    texts = fetch_texts(samples, control, treatment, facts, picked, rows)
+    with lock:
+        texts = fetch_texts(samples, control, treatment, facts, picked, rows)
 
     def flip(j: int, name: str) -> Flip:
         return make_flip(
@@ -325,6 +346,9 @@ def _sample_facts(
     treatment: str,
     sids: IntArray,
     tasks: npt.NDArray[Any],
+    *,
+    textless: bool,
+    keys: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None,
 ) -> dict[str, npt.NDArray[Any]]:
     """Per sample (in `sids` order): task, sample_id, whether the output is the same text on both
     sides in every matched epoch, and the input's length in characters (−1: none). The matched
@@ -332,10 +356,11 @@ def _sample_facts(
     `tasks` their tasks (from the staged task codes: not fetched again, 500,000 strings in a 2 ×
     1M comparison); were they ever not one to one, the codes are joined by name. A pair staged
     alone without any output or input text (scores imported from another harness) has nothing to
-    join (`_names_alone`)."""
+    join (`_names_alone`; `textless`: what `_textless` found; `keys`: the staging's (task,
+    sample_id) by code, read once, where it is)."""
     present = columns_of(samples)
     rel = samples.relation
-    alone = _names_alone(samples, present, runs, control, treatment, sids)
+    alone = _names_alone(samples, control, treatment, sids, textless, keys)
     if alone is not None:
         return {
             "task": np.asarray(tasks, dtype=object), "sample_id": alone,
@@ -383,22 +408,12 @@ def _sample_facts(
     }
 
 
-def _names_alone(
-    samples: SampleSet,
-    present: set[str],
-    runs: list[str],
-    control: str,
-    treatment: str,
-    sids: IntArray,
-) -> npt.NDArray[Any] | None:
-    """The sample_id of each of `sids`, when the two runs are all that was staged (`runs`: the
-    sample codes number their keys) and none of their rows has an output or an input, nor lacks
-    its task, sample_id or epoch; else None. Then every sample has no same output and no input
-    (what the join of `_sample_facts` finds for it), the samples the join pairs are the codes'
-    (both match (task, sample_id, epoch), none NULL), and the names are read in the codes' order
-    without that join: 0.33–0.37 s against 0.52–0.6 s of CPU on 2 × 1M rows (load 4)."""
+def _textless(samples: SampleSet, runs: list[str], control: str, treatment: str) -> bool:
+    """Whether the two runs are all that was staged (`runs`: the sample codes number their keys)
+    and none of their rows has an output or an input, nor lacks its task, sample_id or epoch."""
     if sorted(set(runs)) != sorted({control, treatment}):
-        return None
+        return False
+    present = columns_of(samples)
     where = f"run IN ({sql_literal(control)}, {sql_literal(treatment)})"
     output, text = column("output", present), column("input", present)
     found = samples.con.execute(
@@ -409,14 +424,35 @@ def _names_alone(
               WHERE {where})
         """
     ).fetchall()
-    if found[0][0]:
+    return not found[0][0]
+
+
+def _names_alone(
+    samples: SampleSet,
+    control: str,
+    treatment: str,
+    sids: IntArray,
+    textless: bool,
+    keys: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None,
+) -> npt.NDArray[Any] | None:
+    """The sample_id of each of `sids`, when the pair is `textless` (from `keys` where the
+    staging kept them, else read); else None. Then every sample has no same output and no input
+    (what the join of `_sample_facts` finds for it), the samples the join pairs are the codes'
+    (both match (task, sample_id, epoch), none NULL), and the names are read in the codes' order
+    without that join: 0.33–0.37 s against 0.52–0.6 s of CPU on 2 × 1M rows (load 4)."""
+    names: npt.NDArray[Any]
+    if not textless:
         return None
-    # the keys in the order the sample codes number them (`stage_rows`: row_number over the
-    # same ORDER BY of the same distinct keys)
-    names = samples.con.execute(
-        f"SELECT sample_id FROM (SELECT DISTINCT task, sample_id FROM {samples.relation} "
-        f"WHERE {where}) ORDER BY task, sample_id"
-    ).fetchnumpy()["sample_id"]
+    if keys is not None:
+        names = keys[1]  # the keys in the order the sample codes number them
+    else:
+        # as `StagedRows.load_keys` reads them (`stage_rows`: row_number over the same ORDER BY
+        # of the same distinct keys)
+        where = f"run IN ({sql_literal(control)}, {sql_literal(treatment)})"
+        names = np.asarray(samples.con.execute(
+            f"SELECT sample_id FROM (SELECT DISTINCT task, sample_id FROM {samples.relation} "
+            f"WHERE {where}) ORDER BY task, sample_id"
+        ).fetchnumpy()["sample_id"], dtype=object)  # fmt: skip
     if sids.size and int(sids.max()) >= len(names):
         return None
     return np.asarray(names, dtype=object)[sids]

@@ -299,10 +299,15 @@ def compare_pair(
         by_task = np.unique(task_code).size > 1
     if by_task:
 
-        def on_rows(rows: npt.NDArray[np.bool_]) -> Difference:
-            return difference(
-                np.where(rows, composite_c, np.nan), np.where(rows, composite_t, np.nan)
-            )
+        def on_rows(rows: npt.NDArray[np.intp]) -> Difference:
+            # the task's rows alone: what the pair's rows masked to the task (NaN elsewhere)
+            # give, as `paired_difference` keeps only the rows present on both sides
+            return paired_difference(
+                composite_c[rows], composite_t[rows], units[rows], samples=samples[rows],
+                weight=None if pair_weight is None else pair_weight[rows],
+                confidence_level=confidence_level, n_resamples=n_resamples, seed=seed,
+                method=interval, bounds=staged.bounds,
+            )  # fmt: skip
 
         tested = task_differences(
             task_code, staged.tasks, composite_c, composite_t, on_rows, alpha=alpha, adjust=adjust,
