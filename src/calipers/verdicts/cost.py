@@ -144,8 +144,8 @@ def _figures(values: FloatArray, arm: _Arm, keep: npt.NDArray[np.bool_], per_sol
     w = arm.weight[keep]
     n = int(cost.size)
     g = _n_distinct(units)
-    mean_cost = float(w @ cost / w.sum()) if n else None
-    mean_outcome = float(w @ outcome / w.sum()) if n else None
+    mean_cost = float(np.sum(w * cost) / w.sum()) if n else None  # not BLAS: `stats.cost._dot`
+    mean_outcome = float(np.sum(w * outcome) / w.sum()) if n else None
     total = float(cost.sum()) if n else None
     figures = CostFigures(n, g, mean_cost, mean_outcome, total, None)
     if not per_solved:
@@ -281,8 +281,8 @@ def _pair(
     cc, tc, ca, ta = c.cost[ci], t.cost[ti], c.outcome[ci], t.outcome[ti]
     units = c.unit[ci]
     w = c.weight[ci]
-    d_cost = float(w @ (tc - cc) / w.sum())
-    d_out = float(w @ (ta - ca) / w.sum())
+    d_cost = float(np.sum(w * (tc - cc)) / w.sum())  # not BLAS: `stats.cost._dot`
+    d_out = float(np.sum(w * (ta - ca)) / w.sum())
     pair = PairCost(control, treatment, n, d_cost, d_out, None, None, [])
     try:
         pair.per_additional = cost_per_additional(
