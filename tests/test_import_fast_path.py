@@ -134,6 +134,10 @@ TAKEN_BY_STRICT = {
     "a name of 19 digits": ("sample_id", 1234567890123456789),
     "a name with a fraction": ("sample_id", 1.5),
     "a judgment repeat of 2.0": ("judgments", [{**JUDGMENT, "repeat": 2.0}]),
+    # a map's text is checked by what follows each key's closing quote: a key with `\":` in it
+    # looks like a key followed by a value, and only sends the file to the strict path
+    "a map key holding a quote and a colon": ("scores", {'x":t': 1, 'y":"': 2}),
+    "a map value of 1e19": ("scores", {"a": 1e19}),  # a real, not an integer beyond 64 bits
 }
 
 
@@ -176,6 +180,14 @@ REFUSED = {
     "tokens of 2**64": (0, "tokens_out", 2**64),
     "an epoch beyond 32 bits": (-1, "epoch", 2**33),
     "a human score null": (-1, "human", [{"score": None}]),  # a value rule, after staging
+    "a map value as a list": (-1, "scores", {"a": [1]}),
+    "a map value as an object": (0, "score_weights", {"a": {"b": 1}}),
+    "a map value false, after a null": (-1, "scores", {"a": None, "b": False}),
+    "a map value NaN": (-1, "scores", {"a": float("nan")}),
+    "a map value Infinity": (0, "scores", {"a": float("-inf")}),
+    "a map value beyond 64 bits": (-1, "scores", {"a": 10**20}),
+    "a map that is a list": (0, "scores", [{"a": 1}]),
+    "a map that is a string": (-1, "score_weights", "{}"),
 }
 VALUE_RULES = {"a human score null"}
 
@@ -214,3 +226,46 @@ def test_a_line_that_is_not_an_object_gives_the_same_error(
         with pytest.raises(ValidationError) as before:
             stage_file(duckdb.connect(), path, "staged")
     assert str(now.value) == str(before.value)
+
+
+# map keys that hold the characters a value follows (`:`, then `t`, `f`, `{`, `[` or a quote),
+# but not after a key's closing quote: the fast path takes them, and stores what the strict does
+MAP_KEYS = {"rouge:f1": 0.5, "k:true": 1, "a:{b": 2, "c:[d": 3, 'e"f': 4, 'g:"h': 5, "": None}
+
+
+def test_map_keys_that_look_like_values_are_taken_by_the_fast_path(tmp_path: Path) -> None:
+    rows = [_row(i) for i in range(6)]
+    for row in rows:
+        row["scores"] = MAP_KEYS
+    path = _write(tmp_path / "keys.jsonl", rows)
+    con = duckdb.connect()
+    assert fast_jsonl.stage(con, "fast", path, None, object_size=16 << 20)
+    con.execute(f"CREATE TEMP TABLE strict AS {readers._jsonl_select(path, None)}")
+    _same_tables(con, "fast", "strict")
+    assert con.execute("SELECT scores FROM fast LIMIT 1").fetchall() == [(MAP_KEYS,)]
+
+
+@pytest.mark.parametrize(
+    "scores",
+    ['{"a": 1, "a": 2}', '{"a": 1, "b": {"c": 1, "c": 2}}', '{"a": 1,}', '{"a": 01}'],
+)
+def test_a_map_the_reader_takes_leniently_is_left_to_the_strict_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scores: str
+) -> None:
+    """A key given twice (DuckDB's cast to a map refuses it, as its MAP read did), and what is not
+    JSON: the same answer as the strict path's, taken or refused."""
+    line = json.dumps(_row(1)).replace('"scores": {', f'"scores": {scores[:-1]}, "z": 1, ', 1)
+    path = tmp_path / "map.jsonl"
+    path.write_text(json.dumps(_row(0)) + "\n" + line + "\n", encoding="utf-8")
+    results = []
+    for strict in (False, True):
+        with monkeypatch.context() as m:
+            if strict:
+                _strict_only(m)
+            try:
+                stage_file(duckdb.connect(), path, "staged")
+                results.append("taken")
+            except ValidationError as exc:
+                results.append(str(exc))
+    assert results[0] == results[1]
+    assert not fast_jsonl.stage(duckdb.connect(), "fast", path, None, object_size=16 << 20)

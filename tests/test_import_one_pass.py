@@ -23,6 +23,20 @@ TABLES = {
 }
 
 
+def _tables(store: Store) -> dict[str, str]:
+    """Every table the import writes, as text, but for when (`imported_at`)."""
+    return {t: repr(store.con.execute(q).fetchall()) for t, q in TABLES.items()}
+
+
+def _temporary(store: Store) -> list[str]:
+    """The temporary tables and views the connection holds (the import's own are dropped)."""
+    rows = store.con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE temporary "
+        "UNION ALL SELECT view_name FROM duckdb_views() WHERE temporary AND NOT internal"
+    ).fetchall()
+    return sorted(r[0] for r in rows)
+
+
 def _spy(write: Any, taken: list[bool], *, one_pass: bool) -> Any:
     """`direct_import.write`, or (not `one_pass`) a refusal to try; `taken` records each answer."""
 
@@ -46,7 +60,7 @@ def _import(
         with Store(db) as store:
             for paths in batches:
                 summaries.append(store.import_files(paths, **options))
-            tables = {t: repr(store.con.execute(q).fetchall()) for t, q in TABLES.items()}
+            tables = _tables(store)
     assert taken == [one_pass] * len(batches)
     return summaries, tables
 
@@ -110,13 +124,14 @@ def test_where_it_gives_way_the_staged_import_answers(
         taken: list[bool] = []
         with monkeypatch.context() as m, Store(db) as store:
             m.setattr(direct_import, "write", _spy(direct_import.write, taken, one_pass=one_pass))
-            before = store.con.execute(TABLES["samples"]).fetchall()
+            before = _tables(store)
             try:
                 store.import_files([path])
-                answer: Any = store.con.execute(TABLES["samples"]).fetchall()
+                answer: Any = _tables(store)
             except ValidationError as exc:
                 answer = [(p.message, p.line, p.field) for p in exc.problems]
-                assert store.con.execute(TABLES["samples"]).fetchall() == before
+                assert _tables(store) == before  # the one-pass try and the staged one left nothing
+            assert _temporary(store) == []
         assert taken == [False]  # given way, or not tried
         answers.append(answer)
     assert answers[0] == answers[1]

@@ -50,13 +50,10 @@ _NOT_JSON_NUMBER = (
 
 
 def _trailing_comma(line: str) -> str:
-    spaced = " OR ".join(
-        f"contains({line}, {sql_literal(space + close)})" for space in " \t\r" for close in "]}"
-    )
-    return (
-        f"contains({line}, ',]') OR contains({line}, ',}}') OR "
-        f"(({spaced}) AND regexp_matches({line}, ',[ \\t\\r]+[\\]}}]'))"
-    )
+    """SQL: `line` has a comma, then spaces, tabs or carriage returns, then `]` or `}`. One RE2
+    scan of the line: eight `contains` tests and a regular expression for the spaced forms cost
+    0.25 s of CPU per 100,000 lines against 0.18 s (0.13 s of it reading the lines)."""
+    return f"regexp_matches({line}, ',[ \\t\\r]*[\\]}}]')"
 
 
 def _has_trailing_commas(
@@ -67,18 +64,39 @@ def _has_trailing_commas(
     suspect = _trailing_comma("line")
     if numbers:
         suspect += f" OR {_NOT_JSON_NUMBER.format(v='line')}"
+    try:
+        return _count(con, _csv_lines(path), suspect) > 0
+    except duckdb.InterruptException:
+        raise
+    except duckdb.Error:  # a line DuckDB's CSV reader does not split as JSON Lines: as before
+        pass
     for size in _OBJECT_SIZES:
         source = f"read_ndjson_objects({sql_literal(str(path))}, maximum_object_size={size})"
         try:
-            row = con.execute(
-                f"SELECT count(*) FROM (SELECT json::VARCHAR AS line FROM {source}) WHERE {suspect}"
-            ).fetchone()
+            return _count(con, f"(SELECT json::VARCHAR AS line FROM {source})", suspect) > 0
         except duckdb.InvalidInputException as exc:
             if "maximum_object_size" not in str(exc) or size == _OBJECT_SIZES[-1]:
                 raise
-            continue
-        return bool(row and row[0])
     return False
+
+
+def _count(con: duckdb.DuckDBPyConnection, lines: str, suspect: str) -> int:
+    row = con.execute(f"SELECT count(*) FROM {lines} WHERE {suspect}").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _csv_lines(path: Path) -> str:
+    """SQL: the file's lines as written, read as a CSV file of one column: no quote, no escape,
+    and a delimiter, the control character U+0001, that JSON text never holds unescaped (a file
+    that does is refused by the CSV reader). DuckDB's JSON Lines reader parses every line to give
+    it (1M lines: 2.0 s of CPU against 1.2 s). The CSV reader refuses (an error, and the caller
+    reads the lines as before) a line with a lone carriage return, a file that mixes CRLF and LF
+    line ends, a line longer than its `max_line_size` (2 MB) and anything else it cannot split into
+    the same lines, so it never tests other lines than those."""
+    return (
+        f"read_csv({sql_literal(str(path))}, columns = {{'line': 'VARCHAR'}}, delim = chr(1), "
+        "quote = '', escape = '', header = false, auto_detect = false)"
+    )
 
 
 def _free_values(table: str) -> str:
