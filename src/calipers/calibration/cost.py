@@ -25,16 +25,14 @@ docs/calibration.md's "Cost" section and docs/cost.md's table are made
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from calipers.calibration.study_cli import run_study
 from calipers.stats.cost import (
     COST_RESAMPLES,
     cost_per_additional,
@@ -227,43 +225,23 @@ _SOLVED_BINS = (("<5", 5), ("5-9", 10), ("10-19", 20), ("20-49", 50), (">=50", 1
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m calipers.calibration.cost")
-    parser.add_argument("--reps", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=20261201)
-    parser.add_argument("--only", default=None, help="cells whose id contains this text")
-    parser.add_argument("--json", type=Path, default=None)
-    args = parser.parse_args(argv)
-    started = time.perf_counter()
-    cells = []
-    for number, cell in enumerate(grid()):
-        if args.only and args.only not in cell.id:
-            continue
-        t0 = time.perf_counter()
-        made = run_cell(cell, args.reps, args.seed, number)
-        made["wall_s"] = time.perf_counter() - t0
-        cells.append(made)
-        cov = made["coverage"]
-        print(
-            f"{cell.id:28s} bootstrap-t {cov['per_solved']:.3f} log-delta "
-            f"{cov['log-delta']:.3f} delta {cov['delta'] or 0:.3f} "
-            f"unbounded {made['unbounded']['cost_per_solved']:.3f} | Δ-ratio "
-            f"{cov['additional']:.3f} (unbounded {made['unbounded']['additional']:.3f}) | net "
-            f"{cov['net']:.3f}  [{made['wall_s']:.1f}s]",
-            flush=True,
-        )
-    body = {
-        "study": "cost",
-        "reps": args.reps,
-        "seed": args.seed,
-        "target": TARGET,
-        "wall_s": time.perf_counter() - started,
-        "model": {"mu": MU, "rho": RHO, "shift": SHIFT, "cost_factor": COST_FACTOR},
-        "cells": cells,
-    }
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
-    return 0
+    return run_study(
+        argv, prog="python -m calipers.calibration.cost", study="cost", seed=20261201,
+        grid=grid(), run_cell=run_cell, line=_line,
+        extra={"target": TARGET,
+               "model": {"mu": MU, "rho": RHO, "shift": SHIFT, "cost_factor": COST_FACTOR}},
+    )  # fmt: skip
+
+
+def _line(cell: CostCell, made: dict[str, Any]) -> str:
+    cov = made["coverage"]
+    return (
+        f"{cell.id:28s} bootstrap-t {cov['per_solved']:.3f} log-delta "
+        f"{cov['log-delta']:.3f} delta {cov['delta'] or 0:.3f} "
+        f"unbounded {made['unbounded']['cost_per_solved']:.3f} | Δ-ratio "
+        f"{cov['additional']:.3f} (unbounded {made['unbounded']['additional']:.3f}) | net "
+        f"{cov['net']:.3f}  [{made['wall_s']:.1f}s]"
+    )
 
 
 def _pct(x: float | None) -> str:

@@ -26,10 +26,7 @@ it can cover a mean that the unseen calls decide.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from calipers.calibration.cost import COST_FACTOR, SHIFT, TARGET, mean_solved
+from calipers.calibration.study_cli import run_study
 from calipers.stats.cost import cost_per_additional, cost_per_solved, log_spread, net_benefit
 from calipers.stats.estimate import NoInterval
 from calipers.verdicts.cost_figures import interval_warnings
@@ -172,34 +170,19 @@ def run_cell(cell: FamilyCell, reps: int, seed: int, number: int) -> dict[str, A
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m calipers.calibration.cost_families")
-    parser.add_argument("--reps", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=20261127)
-    parser.add_argument("--only", default=None, help="cells whose id contains this text")
-    parser.add_argument("--json", type=Path, default=None)
-    args = parser.parse_args(argv)
-    started = time.perf_counter()
-    cells = []
-    for number, cell in enumerate(grid()):
-        if args.only and args.only not in cell.id:
-            continue
-        t0 = time.perf_counter()
-        made = run_cell(cell, args.reps, args.seed, number)
-        made["wall_s"] = time.perf_counter() - t0
-        cells.append(made)
-        cov, quiet = made["coverage"], made["unwarned"]
-        print(f"{cell.id:26s} per solved {_pct(cov['per_solved'])} (unwarned "
-              f"{_pct(quiet['share'])}% of runs: {_pct(quiet['coverage'])}) additional "
-              f"{_pct(cov['additional'])} net {_pct(cov['net'])} [{made['wall_s']:.0f} s]",
-              flush=True)  # fmt: skip
-    body = {
-        "study": "cost-families", "reps": args.reps, "seed": args.seed, "target": TARGET,
-        "wall_s": time.perf_counter() - started, "cells": cells,
-    }  # fmt: skip
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
-    return 0
+    return run_study(
+        argv, prog="python -m calipers.calibration.cost_families", study="cost-families",
+        seed=20261127, grid=grid(), run_cell=run_cell, line=_line, extra={"target": TARGET},
+    )  # fmt: skip
+
+
+def _line(cell: FamilyCell, made: dict[str, Any]) -> str:
+    cov, quiet = made["coverage"], made["unwarned"]
+    return (
+        f"{cell.id:26s} per solved {_pct(cov['per_solved'])} (unwarned "
+        f"{_pct(quiet['share'])}% of runs: {_pct(quiet['coverage'])}) additional "
+        f"{_pct(cov['additional'])} net {_pct(cov['net'])} [{made['wall_s']:.0f} s]"
+    )
 
 
 def _pct(x: float | None) -> str:

@@ -8,10 +8,7 @@ known (docs/cost.md, docs/calibration.md "The cheapest acceptable run").
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from calipers.calibration.cost import RHO, _mc_se, _pct
+from calipers.calibration.study_cli import run_study
 
 SELECTION_JSON = Path("benchmarks/results/cost_selection.json")
 SELECTION_TARGET = 0.05  # wrong-choice rate of "cheapest acceptable", every cell
@@ -181,34 +179,21 @@ def selection_table(body: dict[str, Any]) -> str:
 
 
 def selection_main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m calipers.calibration.cost_selection")
-    parser.add_argument("--reps", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=20261202)
-    parser.add_argument("--only", default=None)
-    parser.add_argument("--json", type=Path, default=None)
-    args = parser.parse_args(argv)
-    started = time.perf_counter()
-    cells = []
-    for number, cell in enumerate(selection_grid()):
-        if args.only and args.only not in cell.id:
-            continue
-        t0 = time.perf_counter()
-        made = run_selection_cell(cell, args.reps, args.seed, number)
-        made["wall_s"] = time.perf_counter() - t0
-        cells.append(made)
-        print(f"{cell.id:24s} wrong MCB {made['mcb_wrong']:.3f} naive {made['naive_wrong']:.3f} "
-              f"none {made['mcb_none']:.3f} ideal {made['mcb_ideal']:.3f}/"
-              f"{made['naive_ideal']:.3f} false-dominated {made['false_dominated']:.3f} "
-              f"[{made['wall_s']:.1f}s]", flush=True)  # fmt: skip
-    body = {
-        "study": "cost-selection", "reps": args.reps, "seed": args.seed,
-        "resamples": SELECTION_RESAMPLES, "target": SELECTION_TARGET,
-        "wall_s": time.perf_counter() - started, "model": {"rho": RHO}, "cells": cells,
-    }  # fmt: skip
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
-    return 0
+    return run_study(
+        argv, prog="python -m calipers.calibration.cost_selection", study="cost-selection",
+        seed=20261202, grid=selection_grid(), run_cell=run_selection_cell, line=_line,
+        extra={"resamples": SELECTION_RESAMPLES, "target": SELECTION_TARGET,
+               "model": {"rho": RHO}},
+    )  # fmt: skip
+
+
+def _line(cell: SelectionCell, made: dict[str, Any]) -> str:
+    return (
+        f"{cell.id:24s} wrong MCB {made['mcb_wrong']:.3f} naive {made['naive_wrong']:.3f} "
+        f"none {made['mcb_none']:.3f} ideal {made['mcb_ideal']:.3f}/"
+        f"{made['naive_ideal']:.3f} false-dominated {made['false_dominated']:.3f} "
+        f"[{made['wall_s']:.1f}s]"
+    )
 
 
 def selection_section(selection: dict[str, Any] | None, source: Path = SELECTION_JSON) -> str:
