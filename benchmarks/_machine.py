@@ -11,6 +11,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from calipers.blas import use_one_blas_thread
+
+# A benchmark measures what the command line computes, on one BLAS thread (calipers/blas.py).
+use_one_blas_thread()
+
 RESULTS = Path(__file__).parent / "results"
 
 

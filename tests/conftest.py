@@ -10,9 +10,12 @@ from typing import Any
 import duckdb
 import pytest
 
+from calipers.blas import use_one_blas_thread
 from calipers.data.files import sql_name
 from calipers.data.model import FIELDS, duckdb_columns
 from calipers.data.sampleset import SampleSet
+
+use_one_blas_thread()  # the command line's digits (calipers/blas.py), in every test worker
 
 MakeSamples = Callable[[Iterable[dict[str, Any]]], SampleSet]
 

@@ -23,6 +23,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import IO, Any
 
+from calipers.blas import child_environment
+
 # Run by `python -I -S -c`: no site, no calipers import, so it starts in ~15 ms. It ignores the
 # terminal's Ctrl-C (calipers handles that) and acts only on EOF.
 _REAPER = """
@@ -88,6 +90,8 @@ def popen(args: str | list[str], **kwargs: Any) -> subprocess.Popen[Any]:
     is stopping."""
     if _stopping.is_set():
         raise Stopped
+    if "env" not in kwargs:  # the user's code gets the BLAS threads it would have had
+        kwargs["env"] = child_environment()
     proc: subprocess.Popen[Any] = subprocess.Popen(args, start_new_session=True, **kwargs)
     with _lock:
         _live[proc.pid] = proc

@@ -9,3 +9,9 @@ objective schemes' samples, truths and intervals), grid (cells and settings), en
 into the engine), runner (cells in parallel), aggregate (figures and targets), report (markdown and
 JSON).
 """
+
+from calipers.blas import use_one_blas_thread
+
+# The harness measures what the command line computes, which runs on one BLAS thread
+# (calipers/blas.py); its spawned workers read the variables this sets.
+use_one_blas_thread()

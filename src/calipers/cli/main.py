@@ -110,7 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     (`calipers.writes`); whatever an interrupt makes a library raise on its way out (DuckDB's
     "Query interrupted") is the interrupt, not a bug, and shows no traceback."""
     from calipers import writes
+    from calipers.blas import use_one_blas_thread
 
+    use_one_blas_thread()  # the same digits on any machine, and no BLAS threads waiting for a core
     err = stderr_console()
     writes.reset()
     signals = _Signals()
