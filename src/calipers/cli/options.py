@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 import click
 from click.core import ParameterSource
 
+from calipers.data.model import CLUSTERS  # not verdicts/: `check` needs no DuckDB
 from calipers.errors import InputError
 from calipers.stats import DEFAULT_SEED
 from calipers.stats.estimate import INTERVAL_METHODS
-from calipers.verdicts.persample import CLUSTERS
 from calipers.workspace import DEFAULT_DB, JUDGE_CACHE
 
 if TYPE_CHECKING:

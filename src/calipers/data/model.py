@@ -11,6 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 KEY = ("run", "task", "sample_id", "epoch")
+# The fields that name an independent unit, which a comparison can cluster by; `auto`: by group
+# when every sample names one (verdicts/persample.py, resolve_cluster).
+CLUSTER_UNITS = ("sample_id", "group", "task")
+CLUSTERS = ("auto", *CLUSTER_UNITS)
 
 ASSERTION_STRUCT = (
     "STRUCT(name VARCHAR, type VARCHAR, layer VARCHAR, weight DOUBLE, passed BOOLEAN, "

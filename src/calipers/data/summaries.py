@@ -22,12 +22,13 @@ import duckdb
 import numpy as np
 
 from calipers.data.files import sql_literal, sql_name
+from calipers.data.model import CLUSTER_UNITS
 from calipers.errors import DataError, InputError
 
 COLUMNS = ("task", "unit", "n_a", "n_b", "sum_a", "sum_b", "sum_aa", "sum_bb", "sum_ab",
            "items", "count")  # fmt: skip
 DIALECTS = ("duckdb", "spark", "bigquery", "snowflake", "trino")
-UNITS = ("sample_id", "group", "task")
+UNITS = CLUSTER_UNITS
 # DuckDB's memory for the summary query over Parquet (CALIPERS_MEMORY_LIMIT overrides): the
 # per-item hash aggregate of 10M items spills past it at no measurable cost (20 s of CPU either
 # way), and the whole command stays under 2 GB (benchmarks/README.md)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from calipers.data.sampleset import SampleSet
 from calipers.schemes.base import BootstrapOptions, Scheme
 from calipers.schemes.registry import register
 from calipers.schemes.robustness import html, scoring, terminal
@@ -13,6 +12,8 @@ from calipers.schemes.robustness.scoring import RobustnessResult
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from calipers.data.sampleset import SampleSet  # DuckDB: not loaded by `check`, which needs none
 
 
 @register
