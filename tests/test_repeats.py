@@ -248,3 +248,39 @@ def test_judge_repeats_give_the_judges_own_noise(tmp_path: Path) -> None:
     judged = json.loads(result.stdout)["runs"]["r"]["repeats"]["judge_repeats"]
     assert judged["df"] == 60
     assert judged["variance"] == pytest.approx(sum(deviations) / 60, abs=1e-9)
+
+
+def test_per_task_figures_equal_each_tasks_rows_taken_alone() -> None:
+    # run_repeats groups the rows by task with two sorts; the reference masks each task's rows
+    # and summarizes them on their own (task codes with a gap, unequal tries, clustered items)
+    from calipers.verdicts.repeats import run_repeats
+
+    rng = np.random.default_rng(7)
+    n_items = 600
+    item_task = rng.choice([0, 1, 3, 4], size=n_items, p=[0.4, 0.3, 0.2, 0.1])
+    tries = rng.integers(2, 5, size=n_items)
+    sid = np.repeat(np.arange(n_items), tries)
+    rng.shuffle(sid)  # rows in no order
+    values = (rng.random(sid.size) < rng.beta(2, 2, n_items)[sid]).astype(float)
+    units = np.repeat(np.arange(n_items // 3), 3)[sid]  # three items a cluster, within a task
+    units = units * 10 + item_task[sid]
+    tasks = ["a", "b", "unused", "c", "d"]
+    found = run_repeats(
+        values, sid.astype(np.int64), item_task[sid].astype(np.int64), tasks,
+        units=units.astype(np.int64), names=None, confidence_level=0.95, z=1.96,
+    )  # fmt: skip
+    assert found is not None and set(found.tasks) == {"a", "b", "c", "d"}
+    ks = [e.k for e in found.summary.estimates["pass@k"]]  # type: ignore[union-attr]
+    for code, name in enumerate(tasks):
+        rows = item_task[sid] == code
+        if not rows.any():
+            continue
+        item_codes = np.unique(sid[rows], return_inverse=True)[1].ravel()
+        first = np.unique(item_codes, return_index=True)[1]
+        alone = summarize_repeats(
+            values[rows], item_codes, ks=ks, item_clusters=units[rows][first]
+        )
+        for kind in ("pass@k", "pass^k"):
+            assert [e.to_dict() for e in found.tasks[name][kind]] == [
+                e.to_dict() for e in alone.estimates[kind]
+            ]

@@ -256,7 +256,54 @@ def summarize_repeats(
     label), for every k in `ks` (default 1 … min(fewest tries, MAX_K)). `names[code]` names an
     item in the flaky list (codes in sorted label order); `item_clusters`, one per item, groups
     items that are not independent."""
-    successes, trials, codes = item_counts(outcomes, items)
+    x = np.asarray(outcomes, dtype=np.float64)
+    successes, trials, codes = item_counts(x, items)
+    estimates, notes = _estimates(x, successes, trials, codes, ks, item_clusters, confidence_level)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        disagree = np.where(
+            trials >= 2, 2.0 * successes * (trials - successes) / (trials * (trials - 1)), 0.0
+        )
+    order = np.argsort(-disagree, kind="stable")
+    # in numpy: a Python loop over every item cost 0.6 s per run of 500,000 samples
+    flaky_items = order[disagree[order] > 0].tolist()
+    flaky = [names[i] for i in flaky_items] if names is not None else list(map(str, flaky_items))
+    repeated = trials >= 2
+    return RepeatsSummary(
+        n_items=int(trials.size),
+        tries=(int(trials.min()), int(trials.max())),
+        estimates=estimates,
+        flip_rate=float(disagree[repeated].mean()) if repeated.any() else 0.0,
+        flaky=flaky,
+        flaky_items=flaky_items,
+        split=variance_split(x, codes),
+        notes=notes,
+    )
+
+
+def repeat_estimates(
+    outcomes: npt.ArrayLike,
+    items: npt.ArrayLike,
+    *,
+    ks: list[int],
+    item_clusters: npt.ArrayLike | None = None,
+    confidence_level: float = 0.95,
+) -> dict[str, list[KEstimate]]:
+    """`summarize_repeats`' pass@k and pass^k alone (the run's per-task figures: no flaky list,
+    no variance split, which a task's figures do not show)."""
+    x = np.asarray(outcomes, dtype=np.float64)
+    successes, trials, codes = item_counts(x, items)
+    return _estimates(x, successes, trials, codes, ks, item_clusters, confidence_level)[0]
+
+
+def _estimates(
+    x: FloatArray,
+    successes: FloatArray,
+    trials: FloatArray,
+    codes: npt.NDArray[np.intp],
+    ks: list[int] | None,
+    item_clusters: npt.ArrayLike | None,
+    confidence_level: float,
+) -> tuple[dict[str, list[KEstimate]], list[str]]:
     fewest = int(trials.min())
     if ks is None:
         ks = list(range(1, min(fewest, MAX_K) + 1))
@@ -274,33 +321,14 @@ def summarize_repeats(
             per_item = fn(successes, trials, k)
             if k == 1:  # the run's own mean and interval: the tries, each sample weighing 1
                 interval, why = _interval(
-                    np.asarray(outcomes, dtype=np.float64), row_clusters, confidence_level,
-                    weights=sample_weights(codes),
-                )  # fmt: skip
+                    x, row_clusters, confidence_level, weights=sample_weights(codes)
+                )
             else:
                 interval, why = _interval(per_item, item_clusters, confidence_level)
             estimates[kind].append(
                 KEstimate(kind, k, float(per_item.mean()), per_item.size, interval, why)
             )
-    with np.errstate(invalid="ignore", divide="ignore"):
-        disagree = np.where(
-            trials >= 2, 2.0 * successes * (trials - successes) / (trials * (trials - 1)), 0.0
-        )
-    order = np.argsort(-disagree, kind="stable")
-    # in numpy: a Python loop over every item cost 0.6 s per run of 500,000 samples
-    flaky_items = order[disagree[order] > 0].tolist()
-    flaky = [names[i] for i in flaky_items] if names is not None else list(map(str, flaky_items))
-    repeated = trials >= 2
-    return RepeatsSummary(
-        n_items=int(trials.size),
-        tries=(fewest, int(trials.max())),
-        estimates=estimates,
-        flip_rate=float(disagree[repeated].mean()) if repeated.any() else 0.0,
-        flaky=flaky,
-        flaky_items=flaky_items,
-        split=variance_split(np.asarray(outcomes, dtype=np.float64), codes),
-        notes=notes,
-    )
+    return estimates, notes
 
 
 def paired_pass_hat_k(

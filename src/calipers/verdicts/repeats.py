@@ -6,7 +6,7 @@ pass^k and flips only where every value is 0 or 1."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -21,6 +21,7 @@ from calipers.stats.repeats import (
     VarianceSplit,
     item_counts,
     paired_pass_hat_k,
+    repeat_estimates,
     summarize_repeats,
     variance_split,
 )
@@ -87,6 +88,29 @@ class RunRepeats:
         return body
 
 
+def _by_task(
+    row_task: IntArray, codes: npt.NDArray[np.intp], first: npt.NDArray[np.intp]
+) -> Iterator[tuple[int, npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.intp]]]:
+    """Per task: its code, its rows (in row order), its items (in code order) and its rows' item
+    codes renumbered 0…m−1 within the task — what masking the rows task by task gives, from two
+    stable sorts instead of a pass over every row per task (and the codes already dense)."""
+    # as 16-bit codes numpy's stable sort is a radix sort: 9 ms for 1M rows, not 62
+    small = row_task.astype(np.int16) if row_task.size and row_task.max() < 1 << 15 else row_task
+    item_task = row_task[first]
+    items_by_task = np.argsort(small[first], kind="stable")
+    n_items = np.bincount(item_task)
+    item_start = np.cumsum(n_items) - n_items
+    within = np.empty_like(items_by_task)
+    within[items_by_task] = np.arange(items_by_task.size) - np.repeat(item_start, n_items)
+    rows_by_task = np.argsort(small, kind="stable")
+    n_rows = np.bincount(row_task, minlength=n_items.size)
+    row_start = np.cumsum(n_rows) - n_rows
+    for t in np.flatnonzero(n_items):
+        rows = rows_by_task[row_start[t] : row_start[t] + n_rows[t]]
+        items = items_by_task[item_start[t] : item_start[t] + n_items[t]]
+        yield int(t), rows, items, within[codes[rows]]
+
+
 def _is_binary(x: FloatArray) -> bool:
     return bool(np.all((x == 0) | (x == 1)))
 
@@ -125,7 +149,6 @@ def run_repeats(
             split=None, z=z, judge_repeat_variance=repeat_var, judge_repeat_df=repeat_df,
         )  # fmt: skip
     binary = _is_binary(x)
-    split = variance_split(x, codes)
     first = np.unique(codes, return_index=True)[1]  # each sample's first row
     item_units = None if units is None else units[keep][first]
     summary = None
@@ -135,22 +158,21 @@ def run_repeats(
         summary = summarize_repeats(
             x, codes, item_clusters=item_units, confidence_level=confidence_level
         )
+        split = summary.split
         shown = summary.flaky_items[:FLAKY_SHOWN]
         summary = replace(
             summary, flaky=_labels(names, s[first][shown]) + summary.flaky[len(shown) :]
         )
         notes += summary.notes
         ks = [e.k for e in summary.estimates["pass@k"]]
-        item_task = task_code[keep][first]
-        for t in np.unique(item_task):
-            rows = task_code[keep] == t
-            found = summarize_repeats(
-                x[rows], codes[rows], ks=ks,
-                item_clusters=None if item_units is None else item_units[item_task == t],
+        for t, rows, items, local in _by_task(task_code[keep], codes, first):
+            task_estimates[tasks[t]] = repeat_estimates(
+                x[rows], local, ks=ks,
+                item_clusters=None if item_units is None else item_units[items],
                 confidence_level=confidence_level,
             )  # fmt: skip
-            task_estimates[tasks[int(t)]] = found.estimates
     else:
+        split = variance_split(x, codes)
         notes.append("pass@k and pass^k need 0/1 outcomes: only the variance split is shown")
     return RunRepeats(
         n_samples=int(per_sample.size),
