@@ -277,9 +277,7 @@ def test_per_task_figures_equal_each_tasks_rows_taken_alone() -> None:
             continue
         item_codes = np.unique(sid[rows], return_inverse=True)[1].ravel()
         first = np.unique(item_codes, return_index=True)[1]
-        alone = summarize_repeats(
-            values[rows], item_codes, ks=ks, item_clusters=units[rows][first]
-        )
+        alone = summarize_repeats(values[rows], item_codes, ks=ks, item_clusters=units[rows][first])
         for kind in ("pass@k", "pass^k"):
             assert [e.to_dict() for e in found.tasks[name][kind]] == [
                 e.to_dict() for e in alone.estimates[kind]
