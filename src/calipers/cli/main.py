@@ -11,6 +11,7 @@ else is caught here, so real bugs keep their traceback.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import io
 import os
@@ -230,6 +231,11 @@ def run() -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+    # The interpreter's last collection would traverse every object the imports made (~100,000
+    # with the judges' client): 0.1-0.25 s of every command's exit on a busy 2-core machine. Frozen,
+    # they are skipped; atexit hooks, module teardown and every object freed by its count still
+    # run. What calipers writes is committed, flushed and closed before this point.
+    gc.freeze()
     sys.exit(code)
 
 
