@@ -35,7 +35,9 @@ FIXTURES = Path(__file__).parent / "fixtures"
 STORE_FIXTURES = FIXTURES / "store"
 V0001 = STORE_FIXTURES / "v0001.duckdb"
 GOOD = FIXTURES / "good"
-BOOKKEEPING = {"source": "VARCHAR", "imported_at": "TIMESTAMP"}
+# columns of `samples` that are not sample fields: where a row came from, and its integer key
+# (migration 0012, calipers.data.sample_keys)
+BOOKKEEPING = {"source": "VARCHAR", "imported_at": "TIMESTAMP", "sample_key": "BIGINT"}
 NAMES = [name for name, _ in migrations.MIGRATIONS]
 AFTER_0001 = NAMES[1:]
 
@@ -51,6 +53,7 @@ SHIPPED = {
     "0009_pairwise": "22d69ead3b24acd5ae8f31d3e53b095103b8b381208ea1a633001063096595de",
     "0010_layer_inputs": "d3a1dc2a0bfb1c7d05071441c52a7b5784450061f1f1e68e66cc395d738fdbc0",
     "0011_layer_input_keys": "513a265c5ec273ef77898f0b0578aab9a44b4e0e68afa1de442b8a478bee5cca",
+    "0012_sample_keys+readable": "a3b3e723b7c7fe9a0b61172993914cc5779eb66687a3a929c239a43c2aa7a9da",
 }
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import duckdb
 
 from calipers import writes
-from calipers.data import fast_jsonl, layer_inputs, readers, strict_values
+from calipers.data import fast_jsonl, layer_inputs, readers, sample_keys, strict_values
 from calipers.data.files import sql_literal, sql_name
 from calipers.data.model import FIELD_NAMES, KEY
 from calipers.data.readers import StagedFile
@@ -109,14 +109,17 @@ def write(
             replaced = _replace(con, staged, stamp, now, run)
             written = f"SELECT DISTINCT run FROM samples WHERE imported_at = {stamp}"
             runs = sorted(r[0] for r in con.execute(written).fetchall())
+            stale = layer_inputs.stale_runs(con)
+            sample_keys.forget(con, stale)  # keyed again after the import, with its rows
             # the written runs' layered inputs, and any run's that are missing or out of date
-            layer_inputs.refresh(con, sorted(set(runs) | set(layer_inputs.stale_runs(con))))
+            layer_inputs.refresh(con, sorted(set(runs) | set(stale)))
     except _GiveWay:
         return None
     finally:
         with contextlib.suppress(duckdb.Error):  # after an interrupt too
             for s in staged:
                 con.execute(f"DROP VIEW IF EXISTS {s.table}")
+    sample_keys.assign_apart(con, store)  # the written rows' integer keys
     for s in staged:
         s.warnings = readers._jsonl_unknown_fields(s.path)
     return Written(staged, replaced, sum(s.rows for s in staged), runs)

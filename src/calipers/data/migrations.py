@@ -140,6 +140,33 @@ _0011_KEY_RANK = "ALTER TABLE layer_inputs ADD COLUMN key_rank BIGINT"
 _0011_TASK_RANK = "ALTER TABLE layer_inputs ADD COLUMN task_rank BIGINT"
 _0011_KEYS = "ALTER TABLE layer_input_runs ADD COLUMN keys VARCHAR"
 
+# A store-wide integer key per distinct (task, sample_id), on every sample row (`sample_key`), so
+# that runs pair on integers rather than strings (calipers.data.sample_keys; docs/store.md). `key`
+# is given once and never changes; `key_order` and `task_order` rank the keys as (task, sample_id)
+# and task sort, over the whole table, and are ranked again whenever an import adds keys. Existing
+# samples get their keys here, numbered in that order. Readable by an older calipers: it only adds
+# a table and a column that older code does not read (and it never writes a newer store).
+_0012_SAMPLE_KEYS = """\
+CREATE TABLE sample_keys (
+    key BIGINT NOT NULL,
+    task VARCHAR NOT NULL,
+    sample_id VARCHAR NOT NULL,
+    key_order BIGINT NOT NULL,
+    task_order BIGINT NOT NULL
+)"""
+_0012_SAMPLE_KEY = "ALTER TABLE samples ADD COLUMN sample_key BIGINT"
+_0012_FILL_KEYS = """\
+INSERT INTO sample_keys (key, task, sample_id, key_order, task_order)
+SELECT (row_number() OVER (ORDER BY task, sample_id) - 1)::BIGINT,
+       task, sample_id,
+       (row_number() OVER (ORDER BY task, sample_id) - 1)::BIGINT,
+       (dense_rank() OVER (ORDER BY task) - 1)::BIGINT
+FROM (SELECT DISTINCT task, sample_id FROM samples
+      WHERE task IS NOT NULL AND sample_id IS NOT NULL)"""
+_0012_SET_KEYS = """\
+UPDATE samples SET sample_key = k.key FROM sample_keys k
+WHERE samples.task = k.task AND samples.sample_id = k.sample_id"""
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("0001_samples", (_0001_SAMPLES,)),
     ("0002_imports_log", (_0002_IMPORTS_LOG,)),
@@ -152,6 +179,10 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("0009_pairwise", (_0009_PAIRWISE,)),
     ("0010_layer_inputs", (_0010_LAYER_INPUTS, _0010_LAYER_INPUT_RUNS)),
     ("0011_layer_input_keys", (_0011_KEY_RANK, _0011_TASK_RANK, _0011_KEYS)),
+    (
+        "0012_sample_keys+readable",
+        (_0012_SAMPLE_KEYS, _0012_SAMPLE_KEY, _0012_FILL_KEYS, _0012_SET_KEYS),
+    ),
 )
 
 _BOOKKEEPING = (

@@ -25,7 +25,7 @@ from typing import Any
 import duckdb
 
 from calipers import writes
-from calipers.data import direct_import, layer_inputs, migrations
+from calipers.data import direct_import, layer_inputs, migrations, sample_keys
 from calipers.data.directories import expand_named
 from calipers.data.duck import connect, extension_error, file_kind, not_duckdb
 from calipers.data.files import sql_literal, sql_name, visible_controls
@@ -360,7 +360,8 @@ class Store:
         name_by: str = "tool",
     ) -> ImportSummary:
         """Validate every file, then write all of them in one transaction: any problem in any
-        file leaves the store exactly as it was. `rename` names the run of every sample (`--as`);
+        file leaves the store exactly as it was (the rows' integer keys follow in a second one:
+        `sample_keys.assign_apart`). `rename` names the run of every sample (`--as`);
         `runs` imports only those runs (`--run`, after renaming). Samples whose key already
         exists replace it; with `replace_tasks`, every earlier sample of a (run, task) the files
         hold is replaced, whatever its epoch (a re-run with fewer epochs leaves no stale ones).
@@ -456,8 +457,11 @@ class Store:
                     for r in con.execute(f"SELECT DISTINCT run FROM {s.table}").fetchall()
                 }
             )
+            stale = layer_inputs.stale_runs(con)
+            sample_keys.forget(con, stale)  # keyed again below, with the written rows
             # the written runs' layered inputs, and any run's that are missing or out of date
-            layer_inputs.refresh(con, sorted(set(runs) | set(layer_inputs.stale_runs(con))))
+            layer_inputs.refresh(con, sorted(set(runs) | set(stale)))
+        sample_keys.assign_apart(con, self.path)  # the written rows' integer keys
         return replaced, written, runs
 
     def _delete_existing(self, table: str, *, by_task: bool = False) -> int:
@@ -517,12 +521,15 @@ class Store:
 
     def refresh_layer_inputs(self) -> list[str]:
         """Summarise the layered inputs of every run whose summaries are missing or out of date
-        (a store from before migration 0010, or rows written by SQL of its own), in one
-        transaction; the runs refreshed. Every write through the store does this itself."""
+        (a store from before migration 0010, or rows written by SQL of its own), and give rows
+        without a sample key theirs (`sample_keys.assign`), in one transaction; the runs
+        refreshed. Every write through the store does this itself."""
         if self.read_only:
             raise InputError("the store is open read-only")
         with writes.transaction(self.con, f"the layered inputs of {self.path}"):
             stale = layer_inputs.stale_runs(self.con)
+            sample_keys.forget(self.con, stale)  # and key the rows other SQL wrote
+            sample_keys.assign(self.con)
             layer_inputs.refresh(self.con, stale)
         return stale
 

@@ -51,9 +51,11 @@ from calipers.verdicts.paired import match_rows
 from calipers.verdicts.persample import (
     _NAMES_LOCK,
     FloatArray,
+    StagedRows,
     StagedScores,
     sample_keys_sql,
     staged_keys,
+    staged_rows,
 )
 
 if TYPE_CHECKING:
@@ -209,9 +211,11 @@ def pair_flips(
     task_code = c_run.task_code[matched.ic][first] if k else np.zeros(0, np.int64)
     task_names = np.asarray(staged.tasks, dtype=object)[task_code]
     with lock:
+        keyed = staged_rows(staged)
         facts = _sample_facts(
-            samples, runs, control, treatment, uniq, task_names, textless=textless, keys=keys
-        )
+            samples, runs, control, treatment, uniq, task_names, textless=textless, keys=keys,
+            keyed=keyed if keyed is not None and keyed.store_keys is not None else None,
+        )  # fmt: skip
     moved = (way == REGRESSION) | (way == IMPROVEMENT)
     stable = (((way == REGRESSION) & (up == 0)) | ((way == IMPROVEMENT) & (down == 0))) & (
         same == 0
@@ -349,6 +353,7 @@ def _sample_facts(
     *,
     textless: bool,
     keys: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None,
+    keyed: StagedRows | None = None,
 ) -> dict[str, npt.NDArray[Any]]:
     """Per sample (in `sids` order): task, sample_id, whether the output is the same text on both
     sides in every matched epoch, and the input's length in characters (−1: none). The matched
@@ -367,6 +372,10 @@ def _sample_facts(
             "same_output": np.zeros(sids.size, dtype=bool),
             "input_chars": np.full(sids.size, -1, dtype=np.int64),
         }  # fmt: skip
+    if keyed is not None:
+        found_keyed = _keyed_facts(samples, control, treatment, sids, keyed)
+        if found_keyed is not None:
+            return found_keyed
     cols = f"task, sample_id, epoch, {column('output', present)}, {column('input', present)}"
     facts = """bool_and(c.output IS NOT NULL AND c.output = t.output) AS same_output,
                coalesce(max(length(coalesce(c.input, t.input))), -1)::BIGINT AS input_chars"""
@@ -405,6 +414,59 @@ def _sample_facts(
         "sample_id": pick("sample_id", "", object),
         "same_output": pick("same_output", False, bool),
         "input_chars": pick("input_chars", -1, np.int64),
+    }
+
+
+def _keyed_facts(
+    samples: SampleSet, control: str, treatment: str, sids: IntArray, keyed: StagedRows
+) -> dict[str, npt.NDArray[Any]] | None:
+    """`_sample_facts` joined on the store's integer keys (`keyed.store_keys`: each sample
+    code's), not on the strings, and named from the staging's keys (`StagedRows.load_keys`,
+    read by key): the same facts (a key is one (task, sample_id)), a sample not found named "" as
+    the join by name leaves it. 2 × 1M rows: ≈ 0.3 s of CPU against 0.55 s (2026-11-27). None
+    where the keys' names are not kept (more than `NAMES_KEPT`)."""
+    assert keyed.store_keys is not None
+    names = keyed.load_keys()
+    if names is None:
+        return None
+    facts = """bool_and(c.output IS NOT NULL AND c.output = t.output) AS same_output,
+               coalesce(max(length(coalesce(c.input, t.input))), -1)::BIGINT AS input_chars"""
+    cols = "sample_key, epoch, output, input"
+    found = samples.con.execute(
+        f"""
+        SELECT c.sample_key, {facts}
+        FROM (SELECT {cols} FROM samples WHERE run = {sql_literal(control)}) c
+        JOIN (SELECT {cols} FROM samples WHERE run = {sql_literal(treatment)}) t
+          USING (sample_key, epoch)
+        GROUP BY c.sample_key
+        """
+    ).fetchnumpy()
+    store_keys = keyed.store_keys
+    code_of = np.full(int(store_keys.max()) + 1 if store_keys.size else 0, -1, dtype=np.int64)
+    code_of[store_keys] = np.arange(store_keys.size)
+    found_key = np.asarray(found["sample_key"], dtype=np.int64)
+    if found_key.size and int(found_key.max()) >= code_of.size:
+        return None  # a key the staging did not see: the store changed between the reads
+    found_code = code_of[found_key]
+    if found_code.size and int(found_code.min()) < 0:
+        return None
+    row_of = np.full(store_keys.size, -1, dtype=np.int64)
+    row_of[found_code] = np.arange(found_key.size)
+    at = row_of[sids] if sids.size else np.zeros(0, dtype=np.int64)
+    ok = at >= 0
+
+    def pick(values: Any, empty: Any, dtype: Any) -> npt.NDArray[Any]:
+        out = np.full(sids.size, empty, dtype=dtype)
+        filled = np.ma.filled(values, empty) if np.ma.isMaskedArray(values) else values
+        out[ok] = np.asarray(filled, dtype=dtype)[at[ok]]
+        return out
+
+    task, name = names
+    return {
+        "task": np.where(ok, np.asarray(task, dtype=object)[sids], ""),
+        "sample_id": np.where(ok, np.asarray(name, dtype=object)[sids], ""),
+        "same_output": pick(found["same_output"], False, bool),
+        "input_chars": pick(found["input_chars"], -1, np.int64),
     }
 
 

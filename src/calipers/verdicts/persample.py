@@ -31,6 +31,7 @@ from calipers.stats.estimate import (
 )
 from calipers.stats.saturation import SaturationResult, saturation
 from calipers.verdicts.repeats import RunRepeats, run_repeats
+from calipers.verdicts.sample_codes import keyed_rows, names_by_key, names_of_codes
 
 FloatArray = npt.NDArray[np.float64]
 Combine = Callable[[Mapping[str, FloatArray]], FloatArray]
@@ -125,6 +126,8 @@ class StagedRows:
     _asked: int = field(default=0, repr=False)
     # (task, sample_id) by code, once read (`load_keys`)
     _keys: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None = field(default=None, repr=False)
+    # each code's store-wide integer key (`calipers.data.sample_keys`), where staged on them
+    store_keys: npt.NDArray[np.int64] | None = field(default=None, repr=False)
 
     def load_keys(self) -> tuple[npt.NDArray[Any], npt.NDArray[Any]] | None:
         """Every sample's task and sample_id by code (at most `NAMES_KEPT`), read once: what a
@@ -135,6 +138,9 @@ class StagedRows:
         if self._keys is None and self.samples is not None and len(sid):
             if int(sid.max()) + 1 > NAMES_KEPT:
                 return None
+            if self.store_keys is not None:
+                self._keys = self._stored_keys()
+                return self._keys
             rel, con = self.samples.relation, self.samples.con
             where = f"run IN ({', '.join(sql_literal(r) for r in self.runs)})"
             # the order `stage_rows` numbers the same distinct keys in (`sample_keys_sql`); each
@@ -152,12 +158,25 @@ class StagedRows:
                 self._keys = (task, np.asarray(name, dtype=object))
         return self._keys
 
+    def _stored_keys(self) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+        """`load_keys` where the rows were staged on the store's integer keys: each code's
+        sample_id read by its key (no string sorted), its task from the staged task codes."""
+        assert self.samples is not None and self.store_keys is not None
+        names = names_by_key(self.samples.con, self.runs, self.store_keys)
+        task_code = np.empty(self.store_keys.size, dtype=np.int64)
+        task_code[self.columns["sid"]] = self.columns["task_code"]
+        return np.asarray(self.tasks, dtype=object)[task_code], names
+
     def load_names(self, most: int | None = None) -> bool:
         """Read every sample's name (at most `most`, default `NAMES_KEPT`), so that
         `sample_names` needs the store no more. False: too many to keep, or no store."""
         sid = self.columns["sid"]
         n_keys = int(sid.max()) + 1 if len(sid) else 0
         limit = NAMES_KEPT if most is None else most
+        if self._names is None and self.store_keys is not None and n_keys <= limit:
+            keys_read = self.load_keys()
+            if keys_read is not None:
+                self._names = [f"{task}/{name}" for task, name in zip(*keys_read, strict=True)]
         if self._names is None and self.samples is not None and n_keys <= limit:
             keys = sample_keys_sql(self.samples.relation, self.runs)
             found = self.samples.con.execute(
@@ -179,6 +198,8 @@ class StagedRows:
         if self._names is not None or (self._asked > 2 and self.load_names()):
             assert self._names is not None
             return {int(i): self._names[i] for i in set(sids) if 0 <= int(i) < len(self._names)}
+        if self.store_keys is not None:  # read by their store keys: no string sorted
+            return names_of_codes(self.samples.con, self.store_keys, sids)
         wanted = ", ".join(str(int(i)) for i in sorted(set(sids)))
         keys = sample_keys_sql(self.samples.relation, self.runs)
         rows = self.samples.con.execute(
@@ -226,6 +247,12 @@ class StagedRows:
                 errored=None if errored is None else errored[span],
             )
         return out
+
+
+def staged_rows(staged: StagedScores) -> StagedRows | None:
+    """The rows `staged` was made from (None: not from a staging)."""
+    rows = getattr(staged.names, "__self__", None)
+    return rows if isinstance(rows, StagedRows) else None
 
 
 def staged_keys(staged: StagedScores) -> tuple[npt.NDArray[Any], npt.NDArray[Any]] | None:
@@ -287,6 +314,12 @@ def stage_rows(
         group_join = 'LEFT JOIN groups ON s."group" = groups."group"'
     elif has_group:
         group_col = ", -1::BIGINT AS group_code"
+    keyed = None
+    if samples.whole_runs:  # the store's rows: staged on their integer keys where they hold
+        keyed = keyed_rows(con, where, runs, group_cte, group_col, group_join, exprs, derived)
+    if keyed is not None:
+        columns, store_keys = keyed
+        return _staged(con, rel, where, runs, samples, columns, has_group, store_keys)
     # the task code is numbered with the keys (one join over the rows, not two)
     columns = con.execute(
         f"""
@@ -301,6 +334,20 @@ def stage_rows(
         JOIN keys USING (task, sample_id) {group_join}
         """
     ).fetchnumpy()
+    return _staged(con, rel, where, runs, samples, columns, has_group, None)
+
+
+def _staged(
+    con: Any,
+    rel: str,
+    where: str,
+    runs: list[str],
+    samples: SampleSet,
+    columns: dict[str, Any],
+    has_group: bool,
+    store_keys: npt.NDArray[np.int64] | None,
+) -> StagedRows:
+    """`stage_rows`' columns sorted by (run, sample, epoch), with each run's span."""
     columns = ordered(columns, ("run_code", "sid", "epoch"))  # cheaper than an ORDER BY
     tasks = [r[0] for r in con.execute(f"SELECT DISTINCT task FROM {rel} WHERE {where} ORDER BY 1")
              .fetchall()]  # fmt: skip
@@ -312,7 +359,7 @@ def stage_rows(
     columns["task_code"] = np.asarray(columns["task_code"], dtype=np.int64)
     if has_group:
         columns["group_code"] = np.asarray(columns["group_code"], dtype=np.int64)
-    return StagedRows(columns, spans, tasks, samples, list(runs))
+    return StagedRows(columns, spans, tasks, samples, list(runs), store_keys=store_keys)
 
 
 NAMES_KEPT = 1_000_000  # sample names a staging keeps (`StagedRows.load_names`) at most
