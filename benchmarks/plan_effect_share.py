@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calipers.stats.estimate import NoInterval, paired_interval
+from calipers.stats.estimate import paired_interval
+from calipers.stats.interval_parts import NoInterval
 from calipers.verdicts.planning import Design, Goal, plan
 
 PILOT = 4000

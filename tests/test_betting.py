@@ -15,7 +15,8 @@ from scipy import stats
 import calipers
 from calipers.stats.betting import betting_interval
 from calipers.stats.detectable import simulated_detectable
-from calipers.stats.estimate import NoInterval, mean_interval, paired_interval
+from calipers.stats.estimate import mean_interval, paired_interval
+from calipers.stats.interval_parts import NoInterval
 from calipers.stats.shape import t_adequacy, t_rule_floor, t_rule_probability
 from calipers.stats.studentized import studentized_interval
 from conftest import MakeSamples

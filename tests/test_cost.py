@@ -25,7 +25,7 @@ from calipers.stats.cost import (
     probability_positive,
     unit_moments,
 )
-from calipers.stats.estimate import NoInterval
+from calipers.stats.interval_parts import NoInterval
 
 
 def lognormal_run(n: int, p: float, sigma: float, seed: int) -> tuple[np.ndarray, np.ndarray]:

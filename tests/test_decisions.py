@@ -21,7 +21,7 @@ from statsmodels.stats.weightstats import ttost_paired
 import calipers
 from calipers.cli.main import main
 from calipers.errors import InputError
-from calipers.stats.estimate import Interval
+from calipers.stats.interval_parts import Interval
 from calipers.stats.paired_tests import (
     clustered_standard_error,
     mcnemar_exact,
@@ -29,8 +29,8 @@ from calipers.stats.paired_tests import (
     sign_test,
 )
 from calipers.verdicts.by_task import adjust_p
+from calipers.verdicts.difference import Difference
 from calipers.verdicts.margin import decide_margin, parse_margin
-from calipers.verdicts.paired import Difference
 from conftest import MakeSamples
 
 

@@ -15,7 +15,8 @@ from click.testing import CliRunner
 
 from calipers.cli.main import cli
 from calipers.stats import mean_bootstrap, paired_bootstrap
-from calipers.stats.estimate import mean_interval, paired_interval, sample_weights
+from calipers.stats.estimate import mean_interval, paired_interval
+from calipers.stats.interval_parts import sample_weights
 
 INSPECT = Path(__file__).parent / "fixtures" / "importers" / "inspect"
 

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from calipers.stats.estimate import NoInterval, mean_interval, paired_interval
+from calipers.stats.estimate import mean_interval, paired_interval
+from calipers.stats.interval_parts import NoInterval
 from calipers.stats.ppi import (
     MIN_LABELS,
     TooFewLabels,

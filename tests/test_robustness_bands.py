@@ -9,7 +9,7 @@ import pytest
 
 from calipers.schemes.robustness.html import robustness_section
 from calipers.schemes.robustness.terminal import band
-from calipers.stats.estimate import Interval
+from calipers.stats.interval_parts import Interval
 from test_output_wording import printed, uniform_run
 
 

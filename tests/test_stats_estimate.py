@@ -13,11 +13,8 @@ from scipy.stats import _resampling
 from statsmodels.stats.proportion import proportion_confint
 
 from calipers.stats import mean_bootstrap
-from calipers.stats.estimate import (
-    mean_interval,
-    sign_test,
-    wilson_bounds,
-)
+from calipers.stats.estimate import mean_interval
+from calipers.stats.interval_parts import sign_test, wilson_bounds
 from calipers.stats.intervals import z_from_confidence
 from interval_refs import cc_score_bounds, hall_bounds
 
@@ -139,7 +136,7 @@ def test_the_t_quantile_table_is_scipys_bit_for_bit() -> None:
     from scipy.special import stdtrit
 
     from calipers.stats._t975 import T975 as _T975
-    from calipers.stats.estimate import t_quantile
+    from calipers.stats.interval_parts import t_quantile
 
     q = 1.0 - (1.0 - 0.95) / 2.0  # as the intervals compute it
     assert q == 0.975 and len(_T975) == 300

@@ -18,7 +18,7 @@ from scipy import stats as sps
 import calipers
 from calipers.data.store import Store
 from calipers.data.summaries import duckdb_summaries
-from calipers.stats.estimate import NoInterval
+from calipers.stats.interval_parts import NoInterval
 from calipers.stats.shape import t_adequacy
 from calipers.stats.summary_bootstrap import cluster_bootstrap
 from calipers.stats.summary_stats import (

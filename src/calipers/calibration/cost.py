@@ -41,7 +41,7 @@ from calipers.stats.cost import (
     log_spread,
     net_benefit,
 )
-from calipers.stats.estimate import NoInterval
+from calipers.stats.interval_parts import NoInterval
 from calipers.verdicts.cost_figures import MIN_COST_UNITS, interval_warnings
 
 TARGET = 0.93  # coverage of a nominal 95% interval

@@ -37,7 +37,7 @@ import numpy as np
 from calipers.calibration.cost import COST_FACTOR, SHIFT, TARGET, mean_solved
 from calipers.calibration.study_cli import run_study
 from calipers.stats.cost import cost_per_additional, cost_per_solved, log_spread, net_benefit
-from calipers.stats.estimate import NoInterval
+from calipers.stats.interval_parts import NoInterval
 from calipers.verdicts.cost_figures import interval_warnings
 
 DEFAULT_JSON = Path("benchmarks/results/cost_families.json")

@@ -28,7 +28,8 @@ from calipers.stats.repeats import summarize_repeats
 from calipers.verdicts import planning
 from calipers.verdicts.compare import compare_staged
 from calipers.verdicts.gates import DEFAULT_THRESHOLD
-from calipers.verdicts.persample import RunArrays, StagedScores, summarize_run
+from calipers.verdicts.persample import RunArrays, StagedScores
+from calipers.verdicts.run_summary import summarize_run
 
 # Passed only to an engine whose `trivial_diff` is required (it was 0.1, on every scale).
 LEGACY_TRIVIAL_DIFF = 0.1

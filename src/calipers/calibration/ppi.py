@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from calipers.stats.estimate import NoInterval
+from calipers.stats.interval_parts import NoInterval
 from calipers.stats.ppi import PPIResult, ppi_mean, ppi_paired_difference
 from calipers.stats.rogan_gladen import corrected_proportion
 

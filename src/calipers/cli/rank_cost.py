@@ -10,10 +10,10 @@ from typing import Any
 import click
 
 from calipers.cli.options import FiniteRange, _add
+from calipers.data.model import CLUSTERS
 from calipers.data.sampleset import SampleSet
 from calipers.errors import InputError
 from calipers.verdicts.cost_ranking import CostRanking, rank_by_cost
-from calipers.verdicts.persample import CLUSTERS
 
 
 def cost_rank_options(func: Any) -> Any:

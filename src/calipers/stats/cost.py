@@ -43,7 +43,8 @@ from calipers.errors import InputError
 from calipers.stats._blas import one_blas_thread
 from calipers.stats._rng import resolve_rng
 from calipers.stats.bootstrap import check_weights, dense_codes
-from calipers.stats.estimate import Interval, NoInterval, paired_interval, t_quantile
+from calipers.stats.estimate import paired_interval
+from calipers.stats.interval_parts import Interval, NoInterval, t_quantile
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -40,7 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from calipers.stats.betting import reaches_rows
-from calipers.stats.estimate import sd_allowance, t_quantile
+from calipers.stats.interval_parts import sd_allowance, t_quantile
 from calipers.stats.shape import BASE_UNITS, MIN_INFORMATIVE, SKEW_FACTOR
 
 FloatArray = npt.NDArray[np.float64]

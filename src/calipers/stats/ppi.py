@@ -55,15 +55,8 @@ import numpy.typing as npt
 
 from calipers.errors import InputError
 from calipers.stats.bootstrap import check_weights, dense_codes
-from calipers.stats.estimate import (
-    Interval,
-    NoInterval,
-    is_binary,
-    mean_interval,
-    paired_interval,
-    t_quantile,
-    weighted_mean,
-)
+from calipers.stats.estimate import mean_interval, paired_interval
+from calipers.stats.interval_parts import Interval, NoInterval, is_binary, t_quantile, weighted_mean
 from calipers.stats.intervals import z_from_confidence
 from calipers.stats.ppi_binary import stratified_interval
 

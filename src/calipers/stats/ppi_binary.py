@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from calipers.stats.bootstrap import dense_codes
-from calipers.stats.estimate import Interval, _effective_n, weighted_mean, wilson_bounds
+from calipers.stats.interval_parts import Interval, effective_n, weighted_mean, wilson_bounds
 from calipers.stats.intervals import z_from_confidence
 
 FloatArray = npt.NDArray[np.float64]
@@ -50,7 +50,7 @@ def _proportion(
     if int(sub.max()) + 1 < 2:
         n_eff = 1.0  # one independent unit: as little as one observation says
     else:
-        n_eff = _effective_n(x, sub, p * (1 - p) / x.size, confidence_level, w)
+        n_eff = effective_n(x, sub, p * (1 - p) / x.size, confidence_level, w)
     low, high = wilson_bounds(p * n_eff, n_eff, z_from_confidence(confidence_level))
     return p, low, high
 

@@ -24,13 +24,8 @@ import numpy.typing as npt
 
 from calipers.errors import InputError
 from calipers.stats.bootstrap import dense_codes
-from calipers.stats.estimate import (
-    Interval,
-    NoInterval,
-    mean_interval,
-    paired_interval,
-    sample_weights,
-)
+from calipers.stats.estimate import mean_interval, paired_interval
+from calipers.stats.interval_parts import Interval, NoInterval, sample_weights
 
 FloatArray = npt.NDArray[np.float64]
 KINDS = ("pass@k", "pass^k")

@@ -34,7 +34,7 @@ import numpy.typing as npt
 
 from calipers.errors import InputError
 from calipers.stats.bootstrap import dense_codes
-from calipers.stats.estimate import NoInterval
+from calipers.stats.interval_parts import NoInterval
 from calipers.stats.intervals import z_from_confidence
 from calipers.stats.ppi import MIN_LABELS, TooFewLabels
 

@@ -10,7 +10,8 @@ import numpy as np
 from calipers.errors import InputError
 from calipers.stats._rng import resolve_rng
 from calipers.stats.bootstrap import BootstrapResult, _bca_quantiles, _counting_draws, _index_draws
-from calipers.stats.estimate import MIN_BOOTSTRAP_UNITS, Interval, NoInterval
+from calipers.stats.estimate import MIN_BOOTSTRAP_UNITS
+from calipers.stats.interval_parts import Interval, NoInterval
 from calipers.stats.summary_stats import FloatArray, Units
 
 

@@ -35,8 +35,8 @@ import numpy as np
 import numpy.typing as npt
 
 from calipers.errors import InputError
-from calipers.stats.estimate import (
-    MIN_T_UNITS,
+from calipers.stats.estimate import MIN_T_UNITS
+from calipers.stats.interval_parts import (
     Interval,
     NoInterval,
     hall_ends,
@@ -249,7 +249,7 @@ def _residuals(units: Units, theta: float) -> FloatArray:
 
 def cr1_variance(units: Units, theta: float) -> float:
     """G/(G − 1)·Σ_g (D_g − θ·m_g)²/(Σ m)²: the engine's cluster-robust (CR1) variance of the
-    mean difference (`estimate._clustered_variance` with the sample weights)."""
+    mean difference (`interval_parts.clustered_variance` with the sample weights)."""
     g = units.g
     r = _residuals(units, theta)
     return float(g / (g - 1) * float(units.mult @ (r * r)) / units.items**2)
@@ -311,7 +311,7 @@ def newcombe_interval(units: Units, confidence_level: float) -> Interval:
     square = float(units.mult @ (units.aa + units.bb - 2 * units.ab))
     iid_variance = max(square / n - theta * theta, 0.0) / n
     if g == int(n):
-        n_eff = n  # one observation per unit: no design effect (`_effective_n`)
+        n_eff = n  # one observation per unit: no design effect (`interval_parts.effective_n`)
     else:
         clustered = cr1_variance(units, theta)
         n_eff = float(g)

@@ -51,7 +51,7 @@ class TaskDifference:
     n: int  # observation pairs with the composite on both sides
     control: float | None
     treatment: float | None
-    difference: Any  # calipers.verdicts.paired.Difference (not imported: paired imports us)
+    difference: Any  # calipers.verdicts.difference.Difference (not imported: paired imports us)
     p_value: float | None
     test: str | None  # which test gave p_value
     p_adjusted: float | None = None

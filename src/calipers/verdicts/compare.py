@@ -35,12 +35,8 @@ from calipers.verdicts.gates import (
 )
 from calipers.verdicts.margin import Margin, MarginDecision, decide_margin, parse_margin
 from calipers.verdicts.paired import PairedComparison, compare_pair
-from calipers.verdicts.persample import (
-    RunSummary,
-    StagedScores,
-    resolve_cluster,
-    summarize_run,
-)
+from calipers.verdicts.persample import StagedScores, resolve_cluster
+from calipers.verdicts.run_summary import RunSummary, summarize_run
 
 
 @dataclass

@@ -33,7 +33,7 @@ from calipers.stats.cost import (
     unit_moments,
     value_grid,
 )
-from calipers.stats.estimate import NoInterval
+from calipers.stats.interval_parts import NoInterval
 from calipers.verdicts.cost_figures import (
     MIN_COST_UNITS,
     USAGE,

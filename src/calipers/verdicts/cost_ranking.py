@@ -20,7 +20,8 @@ import numpy as np
 from calipers.data.sampleset import SampleSet
 from calipers.errors import InputError
 from calipers.stats.cost_selection import Selection, frontier, select_within_margin
-from calipers.stats.estimate import NoInterval, mean_interval
+from calipers.stats.estimate import mean_interval
+from calipers.stats.interval_parts import NoInterval
 from calipers.verdicts.cost import cost_runs, has_cost
 from calipers.verdicts.cost_figures import MIN_COST_UNITS, WARN_COST_UNITS, RunCost
 from calipers.verdicts.persample import StagedScores, resolve_cluster

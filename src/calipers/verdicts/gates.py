@@ -31,7 +31,7 @@ from typing import Any
 
 from calipers.verdicts.missing_bounds import MissingBounds
 from calipers.verdicts.paired import PairedComparison
-from calipers.verdicts.persample import (
+from calipers.verdicts.run_summary import (
     CV_LIMIT,
     HUMAN_ALIGNED,
     JUDGE_AGREE,

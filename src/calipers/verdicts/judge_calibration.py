@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from calipers.errors import InputError
-from calipers.stats.estimate import NoInterval, sample_weights
+from calipers.stats.interval_parts import NoInterval, sample_weights
 from calipers.stats.ppi import ppi_mean, ppi_paired_difference
 from calipers.verdicts.persample import RunArrays, cluster_labels
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from calipers.errors import InputError
-from calipers.verdicts.paired import Difference
+from calipers.verdicts.difference import Difference
 
 DECISIONS = ("superior", "equivalent", "non-inferior", "inconclusive", "inferior")
 PASSING = frozenset({"superior", "equivalent", "non-inferior"})  # --gate non-inferior

@@ -35,7 +35,7 @@ import numpy.typing as npt
 from calipers.data.files import sql_literal
 from calipers.errors import InputError
 from calipers.stats.bootstrap import dense_codes
-from calipers.stats.estimate import Interval, sign_test
+from calipers.stats.interval_parts import Interval, sign_test
 from calipers.verdicts.persample import FloatArray, StagedRows, StagedScores
 
 BoolArray = npt.NDArray[np.bool_]
@@ -53,7 +53,7 @@ ERRORS = ("missing", "worst")  # how a system error counts (`errors`)
 
 
 class _Difference(Protocol):
-    """What a paired difference (`calipers.verdicts.paired.Difference`) offers here."""
+    """What a paired difference (`calipers.verdicts.difference.Difference`) offers here."""
 
     @property
     def estimate(self) -> float | None: ...

@@ -8,7 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from calipers.stats.bootstrap import dense_codes
-from calipers.stats.estimate import cluster_means
+from calipers.stats.interval_parts import cluster_means
 from calipers.stats.shape import t_adequacy
 
 FloatArray = npt.NDArray[np.float64]

@@ -425,7 +425,7 @@ def power_at(design: Design, goal: Goal, units: int) -> float:
 def _newcombe_widths(design: Design, goal: Goal, units: int, delta: float) -> tuple[float, float]:
     """Newcombe's method 11 on the expected table at `units` units, with the engine's effective
     n for clusters and epochs (n / design effect, times (z/t_{G−1})², Korn & Graubard)."""
-    from calipers.stats.estimate import newcombe_half_widths, t_quantile
+    from calipers.stats.interval_parts import newcombe_half_widths, t_quantile
 
     assert design.pass_rate is not None
     psi1 = design.discordance_at(delta)

@@ -40,8 +40,9 @@ import numpy.typing as npt
 from scipy import special
 
 from calipers.errors import InputError
-from calipers.stats.estimate import NoInterval, paired_interval
+from calipers.stats.estimate import paired_interval
 from calipers.stats.group_sequential import Spending, group_sequential_bounds
+from calipers.stats.interval_parts import NoInterval
 from calipers.stats.paired_tests import mcnemar_exact
 from calipers.stats.sequence_capitals import Block, NullCapitals, mixture_at, reaches
 from calipers.stats.sequential import (

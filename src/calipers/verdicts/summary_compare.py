@@ -36,6 +36,7 @@ from calipers.stats.summary_stats import (
     units_of,
 )
 from calipers.verdicts.base import Comparison
+from calipers.verdicts.difference import Difference, decided_by, mcnemar_refusal, significant
 from calipers.verdicts.gates import (
     MIN_EFFECT_FRACTION,
     TRIVIAL_FRACTION,
@@ -45,14 +46,9 @@ from calipers.verdicts.gates import (
     decide,
 )
 from calipers.verdicts.margin import MarginDecision, decide_margin, parse_margin
-from calipers.verdicts.paired import (
-    Difference,
-    PairedComparison,
-    _decided_by,
-    _significant,
-    mcnemar_refusal,
-)
-from calipers.verdicts.persample import ComponentSummary, RunSummary, StagedScores
+from calipers.verdicts.paired import PairedComparison
+from calipers.verdicts.persample import StagedScores
+from calipers.verdicts.run_summary import ComponentSummary, RunSummary
 from calipers.verdicts.summary_intervals import summary_detectable, summary_difference
 
 if TYPE_CHECKING:
@@ -175,7 +171,7 @@ class SummaryComparison(Comparison):
 
 
 def _tests(d: Difference, units: Units, binary: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {"decided_by": _decided_by(d)}
+    out: dict[str, Any] = {"decided_by": decided_by(d)}
     if binary and units.g == units.observations:
         out["mcnemar"] = mcnemar(units).to_dict()
     else:
@@ -255,7 +251,7 @@ def compare_summaries(
         table, units, confidence_level=confidence_level, n_resamples=n_resamples, seed=seed,
         method=interval, bounds=declared, binary=binary,
     )  # fmt: skip
-    d.significant = _significant(d, alpha)
+    d.significant = significant(d, alpha)
     run_notes = list(notes or [])
     mde, why = summary_detectable(d, units, alpha, declared)
     run_notes += [why] if why else []

@@ -12,12 +12,8 @@ from typing import Any
 import numpy as np
 
 from calipers.errors import InputError
-from calipers.stats.estimate import (
-    MIN_STUDENTIZED_UNITS,
-    STUDENTIZED_RESAMPLES,
-    Interval,
-    NoInterval,
-)
+from calipers.stats.estimate import MIN_STUDENTIZED_UNITS, STUDENTIZED_RESAMPLES
+from calipers.stats.interval_parts import Interval, NoInterval
 from calipers.stats.power import sign_test_detectable
 from calipers.stats.summary_bootstrap import bootstrap_interval, distinct_units, rounding_key
 from calipers.stats.summary_stats import (
@@ -31,7 +27,7 @@ from calipers.stats.summary_stats import (
     t_adequacy_counts,
     t_interval,
 )
-from calipers.verdicts.paired import Difference, binary_detectable, interval_p_value
+from calipers.verdicts.difference import Difference, binary_detectable, interval_p_value
 
 # Above this many units the MDE's simulation (250 resamples of every unit) is not run: the t rule
 # then holds on its resamples unless the skewness is extreme, and the closed form is what the
@@ -51,7 +47,7 @@ def summary_difference(
     binary: bool,
 ) -> Difference:
     """The paired difference, its interval as `auto` (or `method`) would choose it on the rows,
-    and its p-values: `paired.paired_difference` from the units."""
+    and its p-values: `difference.paired_difference` from the units."""
     means = paired_means(units)
     exact_p = sign_test(units).p_value
     try:
@@ -176,7 +172,7 @@ def _studentized(units: Units, confidence_level: float, seed: int) -> Interval:
 def summary_detectable(
     d: Difference, units: Units, alpha: float, bounds: tuple[float, float] | None
 ) -> tuple[float | None, str | None]:
-    """`paired.detectable_difference` from the units, and a note where it differs."""
+    """`difference.detectable_difference` from the units, and a note where it differs."""
     from calipers.stats.detectable import simulated_detectable
 
     interval = d.interval

@@ -327,8 +327,8 @@ class Viewer(MorePages):
         return flips, made
 
     def compare(self, request: Request) -> Page:
+        from calipers.data.model import CLUSTERS
         from calipers.stats.estimate import INTERVAL_METHODS
-        from calipers.verdicts.persample import CLUSTERS
         from calipers.view.comparing import forest, pick_several, task_bars
 
         several = pick_several(

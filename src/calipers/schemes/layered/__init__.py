@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import Field
 
+from calipers.data.model import CLUSTERS
 from calipers.errors import InputError
 from calipers.schemes.base import BootstrapOptions, ComparableScheme
 from calipers.schemes.layered import html, leaderboard, terminal
@@ -32,7 +33,7 @@ from calipers.verdicts.flips import LISTED, PairFlips, pair_flips
 from calipers.verdicts.gates import DEFAULT_THRESHOLD
 from calipers.verdicts.judge_calibration import calibrate_pair, calibrate_run
 from calipers.verdicts.missing_bounds import ERRORS, score_errors_worst
-from calipers.verdicts.persample import CLUSTERS, StagedScores, resolve_cluster
+from calipers.verdicts.persample import StagedScores, resolve_cluster
 from calipers.verdicts.planning import Design
 
 if TYPE_CHECKING:

@@ -33,15 +33,14 @@ from calipers.stats import z_from_confidence
 from calipers.verdicts.missing_bounds import errored_rows
 from calipers.verdicts.persample import (
     FloatArray,
-    RunSummary,
     StagedRows,
     StagedScores,
     as_floats,
     resolve_cluster,
     stage_rows,
-    summarize_run,
 )
 from calipers.verdicts.ranking import rank_runs
+from calipers.verdicts.run_summary import RunSummary, summarize_run
 
 if TYPE_CHECKING:
     import pandas as pd

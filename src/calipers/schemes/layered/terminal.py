@@ -16,9 +16,10 @@ from calipers.render.text import escape
 from calipers.schemes.layered.scoring import SummaryResult, value_label
 from calipers.verdicts.by_task import adjustment_label
 from calipers.verdicts.compare import CompareResult, PairResult
+from calipers.verdicts.difference import Difference
 from calipers.verdicts.gates import Verdict
-from calipers.verdicts.paired import Difference, PairedComparison
-from calipers.verdicts.persample import RunSummary
+from calipers.verdicts.paired import PairedComparison
+from calipers.verdicts.run_summary import RunSummary
 
 VERDICT_STYLE = {
     Verdict.PROGRESS: "bold green",

@@ -31,7 +31,8 @@ import numpy as np
 from calipers.data.decision import distance, is_structured
 from calipers.errors import DataError
 from calipers.schemes.base import SchemeResult
-from calipers.stats.estimate import Interval, NoInterval, mean_interval
+from calipers.stats.estimate import mean_interval
+from calipers.stats.interval_parts import Interval, NoInterval
 
 if TYPE_CHECKING:
     import pandas as pd

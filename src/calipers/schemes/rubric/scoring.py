@@ -27,7 +27,8 @@ from calipers.data.sampleset import SampleSet
 from calipers.errors import InputError
 from calipers.schemes.base import SchemeResult
 from calipers.schemes.rubric.definition import DIMENSIONS, Rubric, RubricRules, load_rubric
-from calipers.stats.estimate import NoInterval, mean_interval, sample_weights, weighted_mean
+from calipers.stats.estimate import mean_interval
+from calipers.stats.interval_parts import NoInterval, sample_weights, weighted_mean
 
 if TYPE_CHECKING:
     import pandas as pd
