@@ -217,6 +217,27 @@ def test_staging_on_keys_is_the_staging_on_strings(hostile: Path, runs: list[str
     store.close()
 
 
+@pytest.mark.parametrize("runs", [["base", "cand"], ["third", "base", "cand"]])
+def test_the_layered_stagings_names_by_key_are_its_names_by_string(
+    hostile: Path, runs: list[str]
+) -> None:
+    """The layered scheme stages from its summaries' ranks, not `stage_rows`; its codes' store
+    keys (`codes_keys`) must name each code as the strings do — hostile keys, other sample sets."""
+    from calipers.schemes import get_scheme
+    from calipers.verdicts.persample import staged_rows
+
+    store = Store(hostile, read_only=True)
+    scheme = get_scheme("layered")
+    rows = staged_rows(scheme.stage(store.samples(), runs, scheme.options()))
+    assert rows is not None and rows.store_keys is not None
+    by_key = rows.load_keys()
+    rows.store_keys, rows._keys = None, None  # the same rows, named by their strings
+    by_string = rows.load_keys()
+    assert by_key is not None and by_string is not None
+    assert all(np.array_equal(a, b) for a, b in zip(by_key, by_string, strict=True))
+    store.close()
+
+
 def test_names_of_a_few_runs_in_a_store_of_many_keys(hostile: Path, tmp_path: Path) -> None:
     """The names read by key for runs that hold few of the store's keys (not the whole table)."""
     db = tmp_path / "many.duckdb"

@@ -41,6 +41,7 @@ from calipers.verdicts.persample import (
 )
 from calipers.verdicts.ranking import rank_runs
 from calipers.verdicts.run_summary import RunSummary, summarize_run
+from calipers.verdicts.sample_codes import codes_keys
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -248,6 +249,11 @@ def _stage_summaries(
     else:
         rows = stage_rows(SampleSet(samples.con, view, samples.origin), runs, expressions)
     rows.samples = samples  # sample names come from the samples themselves
+    # numbered in (task, sample_id) order over the runs either way: their names read by key
+    sid = rows.columns["sid"]
+    keys = codes_keys(samples.con, runs) if sid.size else None
+    # one key per code, or the strings answer
+    rows.store_keys = keys if keys is not None and keys.size == int(sid.max()) + 1 else None
     return judges, rows
 
 
