@@ -136,3 +136,32 @@ def test_the_library_opens_several_files_too(tmp_path: Path) -> None:
         assert samples.runs() == ["prompt-v1", "prompt-v2"] and samples.count() == 60
     with calipers.open([str(p) for p in _split(tmp_path)], runs="prompt-v2") as samples:
         assert samples.runs() == ["prompt-v2"]
+
+
+@pytest.mark.parametrize("command", [
+    ["compare", "--scheme", "metric", "--metric", "correct", "--control", "a", "--treatment", "b"],
+    ["compare", "--scheme", "layered", "--control", "a", "--treatment", "b"],
+    ["watch", "--metric", "correct", "--baseline", "a", "--candidate", "b"],
+    ["score", "--scheme", "metric", "--metric", "correct"],
+])  # fmt: skip
+def test_a_row_written_twice_by_other_sql_is_named_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    # an import keeps one row per (run, task, sample_id, epoch); SQL of a user's own may not,
+    # and a pairing would then match rows to the wrong ones (an IndexError before)
+    import duckdb
+
+    rows = [{"run": run, "task": "t", "sample_id": f"s{i}", "correct": bool((i + k) % 3)}
+            for k, run in enumerate(("a", "b")) for i in range(40)]  # fmt: skip
+    data = tmp_path / "x.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    db = tmp_path / "s.duckdb"
+    assert main(["import", str(data), "--db", str(db), "-q"]) == 0
+    con = duckdb.connect(str(db))
+    con.execute("INSERT INTO samples SELECT * FROM samples WHERE run = 'b' AND sample_id = 's3'")
+    con.close()
+    capsys.readouterr()
+    assert main([*command, "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert "run 'b' has more than one row for sample 't/s3', epoch 0" in err
+    assert "Traceback" not in err and "hint:" in err

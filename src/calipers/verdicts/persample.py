@@ -21,7 +21,7 @@ from calipers.data.duck import ordered, position_in
 from calipers.data.files import sql_literal
 from calipers.data.model import CLUSTER_UNITS, CLUSTERS
 from calipers.data.sampleset import SampleSet
-from calipers.errors import InputError
+from calipers.errors import DataError, InputError
 from calipers.stats.estimate import MIN_T_UNITS
 from calipers.stats.interval_parts import sample_weights
 from calipers.verdicts.sample_codes import keyed_rows, names_by_key, names_of_codes
@@ -346,7 +346,30 @@ def _staged(
     columns["task_code"] = np.asarray(columns["task_code"], dtype=np.int64)
     if has_group:
         columns["group_code"] = np.asarray(columns["group_code"], dtype=np.int64)
-    return StagedRows(columns, spans, tasks, samples, list(runs), store_keys=store_keys)
+    rows = StagedRows(columns, spans, tasks, samples, list(runs), store_keys=store_keys)
+    _one_row_per_key(rows, codes)
+    return rows
+
+
+def _one_row_per_key(rows: StagedRows, run_code: npt.NDArray[Any]) -> None:
+    """A run holds one row per (task, sample_id, epoch): the store's key, which an import keeps.
+    Rows written around calipers (SQL of its own) can break it, and a pairing of such rows would
+    match one row to the wrong one; said, with the sample, instead (sorted: neighbours)."""
+    sid, epoch = rows.columns["sid"], rows.columns["epoch"]
+    same = (run_code[1:] == run_code[:-1]) & (sid[1:] == sid[:-1]) & (epoch[1:] == epoch[:-1])
+    if not same.any():
+        return
+    i = int(np.argmax(same)) + 1
+    run = rows.runs[int(run_code[i])]
+    name = rows.sample_names([int(sid[i])]).get(int(sid[i]), f"sample code {int(sid[i])}")
+    more = int(same.sum()) - 1
+    raise DataError(
+        f"run '{run}' has more than one row for sample '{name}', epoch {int(epoch[i])}"
+        + (f" (and {more} more such row{'s' if more > 1 else ''})" if more else "")
+        + ": a run holds one row per (task, sample_id, epoch)",
+        hint="Rows written into the store by SQL of its own? Delete the extra rows, or import "
+        "the run again from its file (an import replaces the run).",
+    )
 
 
 NAMES_KEPT = 1_000_000  # sample names a staging keeps (`StagedRows.load_names`) at most
