@@ -20,8 +20,9 @@ from calipers.cli.main import main
 from calipers.data.sampleset import SampleSet
 from calipers.data.source import open_samples
 from calipers.data.store import Store
+from calipers.schemes import get_scheme
 from calipers.verdicts import flips
-from calipers.verdicts.persample import stage_rows
+from calipers.verdicts.persample import stage_rows, staged_rows
 from calipers.view import create_app
 
 V0001 = Path(__file__).parent / "fixtures" / "store" / "v0001.duckdb"
@@ -223,9 +224,6 @@ def test_the_layered_stagings_names_by_key_are_its_names_by_string(
 ) -> None:
     """The layered scheme stages from its summaries' ranks, not `stage_rows`; its codes' store
     keys (`codes_keys`) must name each code as the strings do — hostile keys, other sample sets."""
-    from calipers.schemes import get_scheme
-    from calipers.verdicts.persample import staged_rows
-
     store = Store(hostile, read_only=True)
     scheme = get_scheme("layered")
     rows = staged_rows(scheme.stage(store.samples(), runs, scheme.options()))
@@ -243,11 +241,24 @@ def test_names_of_a_few_runs_in_a_store_of_many_keys(hostile: Path, tmp_path: Pa
     db = tmp_path / "many.duckdb"
     shutil.copyfile(hostile, db)
     many = [{"run": "many", "task": "t", "sample_id": f"m{i}", "epoch": 0, "correct": True}
-            for i in range(2000)]  # fmt: skip
+            for i in range(5000)]  # fmt: skip
     with Store(db) as store:
         store.import_files([_write(tmp_path / "many.jsonl", many)])
     with Store(db, read_only=True) as store:
         samples = store.samples()
+        n_keys = samples.con.execute("SELECT count(*) FROM sample_keys").fetchall()[0][0]
+        n_rows = samples.con.execute(
+            "SELECT count(*) FROM samples WHERE run IN ('base', 'cand')"
+        ).fetchall()[0][0]
+        assert n_keys > 4 * n_rows  # the ranks of the runs' keys alone (`sample_codes._ranks`)
+        layered = get_scheme("layered")
+        rows = staged_rows(layered.stage(samples, ["base", "cand"], layered.options()))
+        assert rows is not None and rows.store_keys is not None
+        by_key = rows.load_keys()
+        rows.store_keys, rows._keys = None, None
+        by_string = rows.load_keys()
+        assert by_key is not None and by_string is not None
+        assert all(np.array_equal(a, b) for a, b in zip(by_key, by_string, strict=True))
         keyed = stage_rows(samples, ["base", "cand"], {"c": "correct::DOUBLE"})
         strings = stage_rows(SampleSet(samples.con, samples.relation, samples.origin),
                              ["base", "cand"], {"c": "correct::DOUBLE"})  # fmt: skip

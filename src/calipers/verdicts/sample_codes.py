@@ -45,7 +45,7 @@ def keyed_rows(
     try:
         # The ranks first: a write between the two reads can only add keys (then not found
         # here: the strings answer) and rank the old ones again in the same order.
-        ranks = con.execute("SELECT key, key_order, task_order FROM sample_keys").fetchnumpy()
+        ranks = _ranks(con, where, "key, key_order, task_order")
         columns = con.execute(
             f"""
             WITH s AS (SELECT *{derived} FROM samples WHERE {where}){group_cte}
@@ -89,7 +89,7 @@ def codes_keys(con: Any, runs: Sequence[str]) -> npt.NDArray[np.int64] | None:
     wrote the runs' rows as they are (`layer_inputs.current`), as `keyed_rows` does."""
     where = f"run IN ({', '.join(sql_literal(r) for r in runs)})"
     try:
-        ranks = con.execute("SELECT key, key_order FROM sample_keys").fetchnumpy()
+        ranks = _ranks(con, where, "key, key_order")
         found = con.execute(f"SELECT DISTINCT sample_key FROM samples WHERE {where}").fetchnumpy()
     except (duckdb.CatalogException, duckdb.BinderException):  # not a store with keys
         return None
@@ -106,6 +106,20 @@ def codes_keys(con: Any, runs: Sequence[str]) -> npt.NDArray[np.int64] | None:
     if int(order.min()) < 0:
         return None
     return key[np.argsort(order, kind="stable")]
+
+
+def _ranks(con: Any, where: str, columns: str) -> dict[str, Any]:
+    """`columns` of the store's keys: the whole table where the runs' rows are not far fewer
+    than its keys (one scan), else only the keys the runs' rows carry (a store of many runs of
+    other samples: not every key read for a comparison of two)."""
+    n_keys = con.execute("SELECT count(*) FROM sample_keys").fetchall()[0][0]
+    n_rows = con.execute(f"SELECT count(*) FROM samples WHERE {where}").fetchall()[0][0]
+    if n_keys <= 4 * n_rows:
+        return dict(con.execute(f"SELECT {columns} FROM sample_keys").fetchnumpy())
+    return dict(con.execute(
+        f"SELECT {columns} FROM sample_keys SEMI JOIN (SELECT sample_key FROM samples "
+        f"WHERE {where}) s ON key = s.sample_key"
+    ).fetchnumpy())  # fmt: skip
 
 
 def dense_ranks(values: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], Any]:
