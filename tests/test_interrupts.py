@@ -148,3 +148,29 @@ def test_an_interrupt_before_the_commit_rolls_the_write_back_and_says_so(
     assert "not committed (rolled back, the store is as it was before it): the import of 70" in err
     assert "Traceback" not in err
     assert _stored(db) == 20
+
+
+@pytest.mark.parametrize("after", [0, 3, 11])
+def test_an_interrupt_while_a_new_store_is_made_leaves_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, after: int
+) -> None:
+    """Ctrl-C while a new store's migrations run (the first, a middle one, the last): the file
+    this open made holds nothing of the user's, and is removed, not left without its tables."""
+    from calipers.data import migrations
+    from calipers.data.store import Store
+
+    migrate, first = migrations.migrate, migrations.MIGRATIONS[:after]
+
+    def interrupted(con: duckdb.DuckDBPyConnection) -> list[str]:
+        monkeypatch.setattr(migrations, "MIGRATIONS", first)
+        done = migrate(con)  # the first `after` migrations, committed; then Ctrl-C
+        raise KeyboardInterrupt(done)
+
+    monkeypatch.setattr(migrations, "migrate", interrupted)
+    db = tmp_path / "new.duckdb"
+    with pytest.raises(KeyboardInterrupt):
+        Store(db)
+    assert not db.exists() and not db.with_name("new.duckdb.wal").exists()
+    monkeypatch.undo()
+    with Store(db) as store:  # and a store made afterwards is whole
+        assert "samples" in migrations.tables(store.con)

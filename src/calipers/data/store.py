@@ -224,6 +224,24 @@ def _open(
     return shared, con
 
 
+def _holds_no_samples(con: duckdb.DuckDBPyConnection) -> bool:
+    """No sample in the store: none written, or its migrations cut short before the table was
+    made (an interrupt as a new store was being created)."""
+    try:
+        if "samples" not in migrations.tables(con):
+            return True
+        return con.execute("SELECT count(*) FROM samples").fetchone() == (0,)
+    except duckdb.Error:
+        return False  # cannot tell: keep it
+
+
+def _remove_store_files(path: Path) -> None:
+    """A store this command made and filled with nothing: the file and its write-ahead log."""
+    for leftover in (path, path.with_name(path.name + ".wal")):
+        with contextlib.suppress(OSError):
+            leftover.unlink()
+
+
 def is_locked(exc: BaseException) -> bool:
     """Whether `exc` (a `Store` open's error, or DuckDB's own) says that another process holds
     the file's lock (it is writing): worth trying again shortly, unlike any other failure."""
@@ -317,8 +335,10 @@ class Store:
                         raise OutdatedStoreError(self.path, pending)
                 else:
                     self.migrated = migrations.migrate(self.con)
-        except BaseException:
+        except BaseException:  # an interrupt while a new store's migrations ran, too
             self.close()
+            if self._created:  # made by this open, and nothing but its schema written yet
+                _remove_store_files(self.path)
             raise
 
     def __enter__(self) -> Store:
@@ -330,15 +350,10 @@ class Store:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        empty = False
-        if exc_type is not None and self._created:
-            with contextlib.suppress(duckdb.Error):
-                empty = self.con.execute("SELECT count(*) FROM samples").fetchone() == (0,)
+        empty = exc_type is not None and self._created and _holds_no_samples(self.con)
         self.close()
         if empty:
-            for leftover in (self.path, self.path.with_name(self.path.name + ".wal")):
-                with contextlib.suppress(OSError):
-                    leftover.unlink()
+            _remove_store_files(self.path)
 
     def close(self) -> None:
         self.con.close()
