@@ -11,7 +11,7 @@ DEV := $(VENV)/.installed-dev
 # `make test-spark`'s: `pip install -e '.[dev,spark]'` (pyspark and a Java runtime, ~400 MB)
 SPARK := $(VENV)/.installed-spark
 
-.PHONY: demo test test-all test-spark lint typecheck bench calibrate clean
+.PHONY: demo test test-all test-spark lint typecheck browser bench calibrate clean
 
 $(VENV)/pyvenv.cfg:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,11 @@ $(SPARK): pyproject.toml | $(VENV)/pyvenv.cfg
 demo: $(RUNTIME)
 	$(BIN)/calipers demo
 
+# On a fresh machine, Debian's chromium (the HTML tests) installs in the background while the venv,
+# ruff and mypy run; the first browser test waits for it (tests/install_chromium.sh).
+browser:
+	@sh tests/install_chromium.sh
+
 lint: $(DEV)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
@@ -47,10 +52,10 @@ typecheck: $(DEV)
 # `make test` leaves out the tests marked `extended` (more of a kind it already covers: further
 # parameters of the fault and harness tests, the demo's hints, the README tour, the pages read in
 # Chromium one by one), which keeps it near 10 minutes on 2 cores; `make test-all` runs them too.
-test: lint typecheck
+test: browser lint typecheck
 	$(BIN)/pytest -q -n 2 --dist loadgroup -m "not extended" --durations=15
 
-test-all: lint typecheck
+test-all: browser lint typecheck
 	$(BIN)/pytest -q -n 2 --dist loadgroup
 
 # `calipers sql --dialect spark` run on a local Spark session (docs/scale.md), apart from `make

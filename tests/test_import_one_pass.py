@@ -107,6 +107,19 @@ GIVES_WAY: dict[str, tuple[list[dict[str, Any]], str | None]] = {
     "a key twice": ([_row(1), _row(1)], "sample_id"),
     "a string as a boolean": ([{**_row(1), "correct": "yes"}], "correct"),
     "NaN in a decision": ([{**_row(1), "decision": {"x": float("nan")}}], "decision.x"),
+    # the rules beyond the types, checked as the one-pass import reads the rows
+    "a negative token count": ([{**_row(1), "tokens_out": -3}], "tokens_out"),
+    "an empty task": ([{**_row(1), "task": ""}], "task"),
+    "a judgment outside its scale": (
+        [{**_row(1), "judgments": [{"judge": "j", "score": 7, "scale_min": 1, "scale_max": 5}]}],
+        "judgments",
+    ),
+    "an assertion of weight 0": (
+        [{**_row(1), "assertions": [{"type": "contains", "passed": True, "weight": 0}]}],
+        "assertions",
+    ),
+    "a score weight of 0": ([{**_row(1), "score_weights": {"a": 0}}], "score_weights"),
+    "a tool without a name": ([{**_row(1), "tools": [{"name": ""}]}], "tools"),
 }
 
 

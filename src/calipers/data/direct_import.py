@@ -6,8 +6,11 @@ checks it, then copies it into `samples`. At 1,000,000 samples that table outgre
 and was spilled to disk, and the copy cost as much again: 28 s of CPU for the read and the copy,
 against 22 s for the read straight into the store. Here the same fast read (`fast_jsonl.select`)
 inserts into `samples` marked with the import's own timestamp, and the same checks run on the rows
-so marked: the rules (`readers._sql_violations`), strict JSON (`strict_values.check`) and keys
-shared between files (`readers.cross_file_duplicates`).
+so marked: keys given twice (`readers.repeated_keys`), strict JSON (`strict_values.check`) and
+keys shared between files (`readers.cross_file_duplicates`). The rules beyond the types
+(`readers.rule_violation`: an empty key, NaN, a score outside its scale…) are checked as the rows
+are read, a row breaking one failing the insert, rather than by a pass over the stored rows after
+it (0.87 s of a 19 s import of 1,000,000 samples).
 
 Anything else is left to the staged import, which then answers exactly as before: a file it does
 not take (another format, another tool's file, a manifest, `--map`, `--run`, `--replace-tasks`, a
@@ -139,7 +142,8 @@ def _read_and_check(
         for i, path in enumerate(paths):
             named = run if names[i] is None else names[i]
             staged.append(_insert(con, path, f"direct_{i}", named, stamp))
-            if staged[-1].rows == 0 or readers._sql_violations(con, staged[-1].table):
+            # a row breaking a rule failed the insert (`fast_jsonl.select`'s `refused`)
+            if staged[-1].rows == 0 or readers.repeated_keys(con, staged[-1].table):
                 raise _GiveWay
             strict_values.check(con, staged[-1].table, path, "jsonl", named, fast=True)
         if readers.cross_file_duplicates(con, staged):
@@ -156,7 +160,9 @@ def _insert(
     """The file's rows into `samples`, marked by `stamp`, and `view` of them."""
     cols = ", ".join(map(sql_name, FIELD_NAMES))
     source = sql_literal(str(path))
-    select = fast_jsonl.select(path, named, object_size=readers._OBJECT_SIZES[0])
+    select = fast_jsonl.select(
+        path, named, object_size=readers._OBJECT_SIZES[0], refused=readers.rule_violation()
+    )
     con.execute(
         f"INSERT INTO samples ({cols}, source, imported_at) "
         f"SELECT {cols}, {source}, {stamp} FROM ({select})"

@@ -174,10 +174,12 @@ def _field_value(f: Field) -> str:
     return _leaf_value(f.duckdb_type, col)
 
 
-def select(path: Path, run: str | None, *, object_size: int) -> str:
+def select(path: Path, run: str | None, *, object_size: int, refused: str | None = None) -> str:
     """The staging query: every row's leaves checked (a row that fails makes the query fail, and
     the caller stage the file by the strict path), then converted to the model's types, and the
-    maps' values checked once cast."""
+    maps' values checked once cast. `refused`: SQL over the typed row, true for a row that breaks
+    a rule of the model beyond its types, which then fails the query too (the one-pass import's
+    rules, checked as the rows are read rather than in a second pass over the stored ones)."""
     columns = "{" + ", ".join(f"{sql_literal(f.name)}: {sql_literal(_read_type(f))}"
                               for f in FIELDS) + "}"  # fmt: skip
     ok = " AND ".join(_field_ok(f) for f in FIELDS)
@@ -185,6 +187,8 @@ def select(path: Path, run: str | None, *, object_size: int) -> str:
         f"{keyed(f.name, _field_value(f), run)} AS {sql_name(f.name)}" for f in FIELDS
     )
     bounds = " AND ".join(_map_bounds(sql_name(f.name)) for f in FIELDS if _is_map(f))
+    if refused is not None:
+        bounds += f" AND NOT ({refused})"
     refuse = f"error({sql_literal(_NOT_FAST)})"
     return (
         f"SELECT * FROM (SELECT {values} FROM read_json({sql_literal(str(path))}, "

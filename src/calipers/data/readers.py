@@ -493,6 +493,22 @@ def _jsonl_unknown_fields(path: Path) -> list[str]:
 
 def _sql_violations(con: duckdb.DuckDBPyConnection, table: str) -> int:
     """Rows breaking any rule, plus repeated keys: 0 means the file is clean."""
+    bad = scalar(con, f"SELECT count(*) FROM {table} WHERE {rule_violation()}")
+    return bad + repeated_keys(con, table)
+
+
+def repeated_keys(con: duckdb.DuckDBPyConnection, table: str) -> int:
+    """The number of keys (run, task, sample_id, epoch) given more than once in `table`."""
+    return scalar(
+        con,
+        f"SELECT count(*) FROM (SELECT 1 FROM {table} GROUP BY {', '.join(KEY)} "
+        "HAVING count(*) > 1)",
+    )
+
+
+def rule_violation() -> str:
+    """SQL, true for a typed row that breaks a rule of the model beyond its types (an empty key,
+    NaN, a negative count, an out-of-range score…): the rows `_sql_violations` counts."""
     conds = [f"{k} IS NULL OR {k}::VARCHAR = ''" for k in KEY]
     for f in FIELDS:
         if f.duckdb_type == "DOUBLE":
@@ -524,11 +540,4 @@ def _sql_violations(con: duckdb.DuckDBPyConnection, table: str) -> int:
         "lambda v: v IS NULL OR isnan(v) OR isinf(v) OR v <= 0))"
     )
     where = " OR ".join(f"coalesce({c}, false)" for c in conds[len(KEY) :])
-    where = " OR ".join(f"({c})" for c in conds[: len(KEY)]) + " OR " + where
-    bad = scalar(con, f"SELECT count(*) FROM {table} WHERE {where}")
-    dup = scalar(
-        con,
-        f"SELECT count(*) FROM (SELECT 1 FROM {table} GROUP BY {', '.join(KEY)} "
-        "HAVING count(*) > 1)",
-    )
-    return bad + dup
+    return " OR ".join(f"({c})" for c in conds[: len(KEY)]) + " OR " + where
