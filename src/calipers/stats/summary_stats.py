@@ -293,7 +293,7 @@ def _hall_bounds(units: Units, theta: float, se: float, q: float) -> tuple[float
     g = units.g
     u = g * _residuals(units, theta) / units.items
     sigma = se * math.sqrt(g)
-    gamma = g / ((g - 1) * (g - 2)) * float(units.mult @ (u**3)) / sigma**3
+    gamma = g / ((g - 1) * (g - 2)) * float(units.mult @ (u * u * u)) / sigma**3  # as estimate's
     return hall_ends(theta, sigma, gamma, g, q)
 
 
@@ -348,7 +348,7 @@ def t_adequacy_counts(values: FloatArray, counts: FloatArray) -> Adequacy:
     m2 = float(counts @ centred**2) / g
     skew = 0.0
     if m2 > 0:
-        g1 = float(counts @ centred**3) / g / m2**1.5
+        g1 = float(counts @ (centred * centred * centred)) / g / m2**1.5  # as shape's
         skew = g1 * math.sqrt(g * (g - 1)) / (g - 2)
     needed = int(np.floor(BASE_UNITS + SKEW_FACTOR * skew * skew)) + 1
     return Adequacy(g >= needed and informative >= MIN_INFORMATIVE, g, informative, skew, needed)
