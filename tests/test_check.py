@@ -197,7 +197,8 @@ def faults_for(root: Path, wanted: dict[str, str]) -> dict[str, str]:
 def test_faults_are_recorded_per_variant_and_the_run_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = project(tmp_path, extra="timeout_s: 2\n")
+    # 5 s: the 50 MB output of "big" took over 2 s on a loaded 2-core machine (2026-11-27)
+    root = project(tmp_path, extra="timeout_s: 5\n")
     wanted = {
         "reorder-01": "exit", "reorder-02": "timeout", "reorder-03": "invalid",
         "pad_length-01": "missing", "pad_length-02": "binary", "pad_length-03": "big",
@@ -210,7 +211,7 @@ def test_faults_are_recorded_per_variant_and_the_run_goes_on(
     errors = {v: by_id[v]["invocation"]["error"] for v in wanted}
     assert "exited with code 4" in errors["reorder-01"]
     assert "pipeline broke on purpose" in by_id["reorder-01"]["invocation"]["stderr_tail"]
-    assert "timed out after 2s" in errors["reorder-02"]
+    assert "timed out after 5s" in errors["reorder-02"]
     assert "not valid JSON" in errors["reorder-03"]
     assert "'stage_assessment' missing" in errors["pad_length-01"]
     assert "could not read the output file" in errors["pad_length-02"]

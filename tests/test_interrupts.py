@@ -174,3 +174,40 @@ def test_an_interrupt_while_a_new_store_is_made_leaves_no_file(
     monkeypatch.undo()
     with Store(db) as store:  # and a store made afterwards is whole
         assert "samples" in migrations.tables(store.con)
+
+
+SLOW_IMPORT = """
+import os, signal, sys, threading, time
+sys.path.insert(0, sys.argv[1])
+from calipers.cli.main import _Signals, _interrupts
+with _interrupts(_Signals()):
+    threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+    try:
+        import slow_module
+    except KeyboardInterrupt:
+        print("interrupted inside the import", flush=True)
+        sys.exit(3)
+    try:
+        time.sleep(10)
+    except KeyboardInterrupt:
+        print("interrupted after the import:", slow_module.DONE, flush=True)
+        sys.exit(0)
+"""
+
+
+def test_an_interrupt_during_an_import_is_raised_once_the_import_is_done(tmp_path: Path) -> None:
+    # Raised inside a native extension's initialisation (DuckDB's, by nanobind), a
+    # KeyboardInterrupt printed "Critical nanobind error" and a traceback; any import waits.
+    (tmp_path / "slow_module.py").write_text(
+        "import time\nfor _ in range(60):\n    time.sleep(0.01)\nDONE = True\n"
+    )
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", SLOW_IMPORT, str(tmp_path)], capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout.strip()) == (0, "interrupted after the import: True"), (
+        done.stderr
+    )
+    assert "Traceback" not in done.stderr
+    assert time.monotonic() - started < 8  # raised soon after, not at the end of the sleep

@@ -19,6 +19,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
+from types import FrameType
 
 import click
 from rich.console import Console
@@ -169,6 +170,17 @@ def _interrupted(err: Console) -> int:
     return EXIT_INTERRUPTED
 
 
+def _inside_import(frame: FrameType | None) -> bool:
+    """Whether the main thread is importing a module. A KeyboardInterrupt raised inside a native
+    extension's initialisation is not an exception there: DuckDB's (nanobind) printed "Critical
+    nanobind error" and a traceback when Ctrl-C came 1.2 s into a command on a slow machine."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 @contextlib.contextmanager
 def _interrupts(signals: _Signals) -> Iterator[None]:
     """Ctrl-C and SIGTERM stop the children at once (pipelines, command judges) and then unwind
@@ -178,11 +190,16 @@ def _interrupts(signals: _Signals) -> Iterator[None]:
     handlers; elsewhere (a test runner's thread) nothing changes."""
     from calipers import processes, writes
 
-    def stop(signum: int, frame: object) -> None:
+    def stop(signum: int, frame: FrameType | None) -> None:
         signals.received = True
         processes.stop_all()
-        if not writes.defer_interrupt():
-            raise KeyboardInterrupt
+        if writes.defer_interrupt():
+            return
+        if _inside_import(frame):
+            # raised once the import is done: the signal is sent again in 20 ms, until then
+            threading.Timer(0.02, os.kill, (os.getpid(), signum)).start()
+            return
+        raise KeyboardInterrupt
 
     if threading.current_thread() is not threading.main_thread():
         yield
