@@ -11,6 +11,12 @@ DEV := $(VENV)/.installed-dev
 # `make test-spark`'s: `pip install -e '.[dev,spark]'` (pyspark and a Java runtime, ~400 MB)
 SPARK := $(VENV)/.installed-spark
 
+# Python writes the bytecode of what it imports (its default), whatever the calling environment
+# asks: with PYTHONDONTWRITEBYTECODE set (as on our CI machines), every test worker and every
+# command a test starts compiled calipers, numpy, scipy, DuckDB's and rich's Python from source
+# again (15% of `make test`'s time; .gitignore has __pycache__).
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: demo test test-all test-spark lint typecheck browser bench calibrate clean
 
 $(VENV)/pyvenv.cfg:
