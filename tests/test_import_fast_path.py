@@ -5,6 +5,7 @@ the fast path is not sure of, anywhere, takes the strict path and gives the erro
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -269,3 +270,103 @@ def test_a_map_the_reader_takes_leniently_is_left_to_the_strict_path(
                 results.append(str(exc))
     assert results[0] == results[1]
     assert not fast_jsonl.stage(duckdb.connect(), "fast", path, None, object_size=16 << 20)
+
+
+# ------------------------------------------------------------- a small file: the fields it names
+
+
+def _full_query(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fast_jsonl, "SCANNED_BYTES", -1)  # every file read for every field
+
+
+def _minimal(i: int) -> dict[str, Any]:
+    return {"run": "m", "task": "t", "sample_id": f"s{i}", "correct": i % 2 == 0,
+            "output": 'says "judgments" and scores', "scores": {"a": i / 4}}  # fmt: skip
+
+
+def test_a_small_file_is_read_for_the_fields_it_names_with_the_same_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _write(tmp_path / "few.jsonl", [_minimal(i) for i in range(6)])
+    named = fast_jsonl.named_fields(path)
+    # a name inside a string is escaped quotes (\"judgments\"): not a key's quoted name
+    assert named is not None and named.fields == {
+        "run", "task", "sample_id", "correct", "output", "scores"
+    }  # fmt: skip
+    con = duckdb.connect()
+    assert fast_jsonl.stage(con, "named", path, None, object_size=16 << 20)
+    assert fast_jsonl.stage(con, "named_run", path, "as-given", object_size=16 << 20)
+    with monkeypatch.context() as m:
+        _full_query(m)
+        assert fast_jsonl.named_fields(path) is None
+        assert fast_jsonl.stage(con, "every", path, None, object_size=16 << 20)
+        assert fast_jsonl.stage(con, "every_run", path, "as-given", object_size=16 << 20)
+    _same_tables(con, "named", "every")
+    _same_tables(con, "named_run", "every_run")
+    assert con.execute("SELECT DISTINCT epoch, run FROM named_run").fetchall() == [(0, "as-given")]
+    # and the file of every kind of field, read for the fields it names, is the strict path's
+    full = _write(tmp_path / "all.jsonl", [_row(i) for i in range(24)])
+    assert fast_jsonl.named_fields(full) is not None
+    assert fast_jsonl.stage(con, "fast", full, None, object_size=16 << 20)
+    con.execute(f"CREATE TEMP TABLE strict AS {readers._jsonl_select(full, None)}")
+    _same_tables(con, "fast", "strict")
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("an ASCII letter as an escape", b'{"run":"m","corr\\u0065ct":true}\n'),
+        ("gzip under a plain name", gzip.compress(b'{"run":"m","correct":true}\n')),
+        ("not UTF-8", '{"run":"m","task":"t","sample_id":"1","correct":true}\n'.encode("utf-16")),
+        ("no field named", b'{"other":1}\n'),
+    ],
+)  # fmt: skip
+def test_where_the_names_cannot_be_told_cheaply_every_field_is_read(
+    tmp_path: Path, name: str, content: bytes
+) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(content)
+    assert fast_jsonl.named_fields(path) is None, name
+
+
+def test_a_key_spelled_with_an_escape_is_stored(tmp_path: Path) -> None:
+    path = tmp_path / "escaped.jsonl"
+    path.write_bytes(b'{"run":"m","task":"t","sample_id":"1","corr\\u0065ct":true}\n')
+    con = duckdb.connect()
+    stage_file(con, path, "x")
+    assert con.execute("SELECT correct FROM x").fetchall() == [(True,)]
+
+
+def test_a_compressed_or_larger_file_is_read_for_every_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gz = tmp_path / "s.jsonl.gz"
+    gz.write_bytes(gzip.compress(json.dumps(_minimal(0)).encode() + b"\n"))
+    assert fast_jsonl.named_fields(gz) is None
+    con = duckdb.connect()
+    stage_file(con, gz, "x")
+    assert con.execute("SELECT correct, scores FROM x").fetchall() == [(True, {"a": 0.0})]
+    path = _write(tmp_path / "s.jsonl", [_minimal(0)])
+    monkeypatch.setattr(fast_jsonl, "SCANNED_BYTES", path.stat().st_size - 1)
+    assert fast_jsonl.named_fields(path) is None
+
+
+def test_a_file_changed_as_it_is_read_is_read_again_for_every_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from calipers.cli.main import main
+    from calipers.data.store import Store
+
+    path = _write(tmp_path / "s.jsonl", [_minimal(i) for i in range(4)])
+    # as if a line naming `correct` and `scores` was written after the file was scanned
+    stale = fast_jsonl.Named(frozenset({"run", "task", "sample_id"}), (0, 0, 0))
+    monkeypatch.setattr(fast_jsonl, "named_fields", lambda _path: stale)
+    con = duckdb.connect()
+    assert fast_jsonl.stage(con, "x", path, None, object_size=16 << 20)
+    assert con.execute("SELECT count(correct), count(scores) FROM x").fetchall() == [(4, 4)]
+    # the one-pass import gives way, and the staged one reads every field
+    db = tmp_path / "s.duckdb"
+    assert main(["import", str(path), "--db", str(db), "-q"]) == 0
+    with Store(db, read_only=True) as store:
+        got = store.con.execute("SELECT count(correct), count(scores) FROM samples").fetchall()
+    assert got == [(4, 4)]

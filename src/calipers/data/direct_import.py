@@ -160,13 +160,20 @@ def _insert(
     """The file's rows into `samples`, marked by `stamp`, and `view` of them."""
     cols = ", ".join(map(sql_name, FIELD_NAMES))
     source = sql_literal(str(path))
+    fields = fast_jsonl.named_fields(path)
     select = fast_jsonl.select(
-        path, named, object_size=readers._OBJECT_SIZES[0], refused=readers.rule_violation()
+        path,
+        named,
+        object_size=readers._OBJECT_SIZES[0],
+        refused=readers.rule_violation(),
+        named=fields,
     )
     con.execute(
         f"INSERT INTO samples ({cols}, source, imported_at) "
         f"SELECT {cols}, {source}, {stamp} FROM ({select})"
     )
+    if fields is not None and not fields.still(path):  # changed as it was read
+        raise _GiveWay
     con.execute(
         f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM samples "
         f"WHERE imported_at = {stamp} AND source = {source}"
