@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -370,3 +371,9 @@ def test_a_file_changed_as_it_is_read_is_read_again_for_every_field(
     with Store(db, read_only=True) as store:
         got = store.con.execute("SELECT count(correct), count(scores) FROM samples").fetchall()
     assert got == [(4, 4)]
+
+
+def test_a_pipe_is_never_read_for_the_fields_it_names(tmp_path: Path) -> None:
+    fifo = tmp_path / "s.jsonl"
+    os.mkfifo(fifo)
+    assert fast_jsonl.named_fields(fifo) is None  # returns at once: its bytes are not read

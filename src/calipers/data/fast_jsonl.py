@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -202,9 +203,13 @@ class Named:
 
 
 def _seen(path: Path) -> tuple[int, int, int] | None:
+    """The file's size, change time and inode; None for anything but a regular file (a pipe's
+    bytes, read here, would be gone for DuckDB's read)."""
     try:
         st = os.stat(path)
     except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
         return None
     return (st.st_size, st.st_mtime_ns, st.st_ino)
 
