@@ -12,8 +12,8 @@ DEV := $(VENV)/.installed-dev
 SPARK := $(VENV)/.installed-spark
 
 # Python writes the bytecode of what it imports (its default), whatever the calling environment
-# asks: with PYTHONDONTWRITEBYTECODE set (as on our CI machines), every test worker and every
-# command a test starts compiled calipers, numpy, scipy, DuckDB's and rich's Python from source
+# asks: with PYTHONDONTWRITEBYTECODE set (as on this project's work machines), every test worker and
+# every command a test starts compiled calipers, numpy, scipy, DuckDB's and rich's Python from source
 # again (15% of `make test`'s time; .gitignore has __pycache__).
 unexport PYTHONDONTWRITEBYTECODE
 
