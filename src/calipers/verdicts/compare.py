@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -37,6 +36,7 @@ from calipers.verdicts.margin import Margin, MarginDecision, decide_margin, pars
 from calipers.verdicts.paired import PairedComparison, compare_pair
 from calipers.verdicts.persample import StagedScores, resolve_cluster
 from calipers.verdicts.run_summary import RunSummary, summarize_run
+from calipers.verdicts.threads import parts_runner
 
 
 @dataclass
@@ -300,13 +300,15 @@ def compare_staged(
     z = z_from_confidence(confidence_level)
     gate = (DEFAULT_THRESHOLD if threshold is None else threshold) if staged.gated else None
     # Analytic intervals cost microseconds; a bootstrap (--interval percentile or bca) spends its
-    # time in numpy's sampler, which releases the GIL: the run summaries and the pairs run side
-    # by side. Each has its own seeded generator, so results do not depend on the scheduling.
+    # time in numpy's sampler, which releases the GIL: over large runs the run summaries and the
+    # pairs run side by side (small ones one after another: `calipers.verdicts.threads`). Each
+    # has its own seeded generator, so results do not depend on the scheduling.
     # The pairs are submitted first: one pair (its intervals, per-task differences, MDE) takes
     # longer than a run's summary, and on two workers a pair queued behind a summary ran after
     # it — 2 × 1M metric samples (py-spy, load 4): a summary then the pair on one worker, 9.3 s,
     # while the other worker's summary was done at 4.3 s.
-    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+    rows = sum(staged.fetch(run).sid.size for run in wanted) / len(wanted)
+    with parts_runner(rows, workers=min(4, os.cpu_count() or 1)) as pool:
         comparisons = [
             pool.submit(
                 compare_pair,

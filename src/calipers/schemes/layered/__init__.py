@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from concurrent import futures
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -35,6 +34,7 @@ from calipers.verdicts.judge_calibration import calibrate_pair, calibrate_run
 from calipers.verdicts.missing_bounds import ERRORS, score_errors_worst
 from calipers.verdicts.persample import StagedScores, resolve_cluster
 from calipers.verdicts.planning import Design
+from calipers.verdicts.threads import parts_runner
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -88,11 +88,13 @@ class PairedScheme(ComparableScheme):
         # The flips (the samples that changed, with their text) need none of the comparison's
         # figures, only the pair's α, as `compare_staged` splits the family's over the
         # candidates: they run beside it (their DuckDB calls take the connection's lock; 2 × 1M
-        # metric samples: about 1 s of the main thread after the comparison, 2026-11-27).
+        # metric samples: about 1 s of the main thread after the comparison, 2026-11-27);
+        # over small runs first, in this thread (`calipers.verdicts.threads`).
         k = max(1, len(treatments))
         alpha = 1.0 - (1.0 - (1.0 - o.confidence_level) / k)  # type: ignore[attr-defined]
         adjust, listed = o.adjust, o.flips  # type: ignore[attr-defined]
-        with ThreadPoolExecutor(max_workers=1) as pool:
+        rows = sum(staged.fetch(run).sid.size for run in [baseline, *treatments])
+        with parts_runner(rows / (1 + len(treatments)), workers=2) as pool:
             flips = {
                 treatment: pool.submit(
                     pair_flips, staged, samples, runs=[baseline, *treatments], control=baseline,

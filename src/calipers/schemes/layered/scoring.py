@@ -42,6 +42,7 @@ from calipers.verdicts.persample import (
 from calipers.verdicts.ranking import rank_runs
 from calipers.verdicts.run_summary import RunSummary, summarize_run
 from calipers.verdicts.sample_codes import codes_keys
+from calipers.verdicts.threads import THREADED_RUN_ROWS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -432,10 +433,6 @@ class SummaryResult(SchemeResult):
             else:
                 raise InputError(f"unknown level '{level}' (run or task)")
         return pd.DataFrame(rows)
-
-
-# the mean rows per run from which `summarize` computes the runs' summaries on several threads
-THREADED_RUN_ROWS = 100_000
 
 
 def summarize(
