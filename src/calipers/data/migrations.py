@@ -8,7 +8,8 @@ is what `model.FIELDS` says (so a model change without a migration fails it), th
 the first migration alone and upgraded equals a fresh one, and that no shipped migration's text
 changed.
 
-Each migration runs in the same transaction as its record, so a store is always at a named version.
+The pending migrations run in one transaction with their records, so a store is always at a named
+version: the one it had, or this calipers' newest.
 A store with a migration this calipers does not know came from a newer calipers: it is refused for
 writing, and for reading unless the migration is declared readable (READABLE_SUFFIX).
 """
@@ -231,24 +232,25 @@ def pending(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Apply every pending migration; return their names."""
+    """Apply every pending migration, all in one transaction; return their names."""
     con.execute(_BOOKKEEPING)
     done = set(applied(con))
-    ran = []
-    for name, statements in MIGRATIONS:
-        if name in done:
-            continue
-        con.execute("BEGIN TRANSACTION")
-        try:
+    todo = [(name, statements) for name, statements in MIGRATIONS if name not in done]
+    if not todo:
+        return []
+    # One commit for all of them: a new store's twelve commits were 27 ms of its 68 (each
+    # writes and syncs the log), and every store a command makes begins with them.
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for name, statements in todo:
             for statement in statements:
                 con.execute(statement)
             con.execute(
                 "INSERT INTO schema_migrations VALUES (?, ?)",
                 [name, datetime.now(UTC).replace(tzinfo=None)],
             )
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        ran.append(name)
-    return ran
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return [name for name, _ in todo]
