@@ -317,7 +317,7 @@ def test_a_small_file_is_read_for_the_fields_it_names_with_the_same_rows(
     ("name", "content"),
     [
         ("an ASCII letter as an escape", b'{"run":"m","corr\\u0065ct":true}\n'),
-        ("gzip under a plain name", gzip.compress(b'{"run":"m","correct":true}\n')),
+        ("gzip under a plain name", gzip.compress(b'{"run":"m","correct":true}\n', mtime=0)),
         ("not UTF-8", '{"run":"m","task":"t","sample_id":"1","correct":true}\n'.encode("utf-16")),
         ("no field named", b'{"other":1}\n'),
     ],
@@ -371,6 +371,19 @@ def test_a_file_changed_as_it_is_read_is_read_again_for_every_field(
     with Store(db, read_only=True) as store:
         got = store.con.execute("SELECT count(correct), count(scores) FROM samples").fetchall()
     assert got == [(4, 4)]
+
+
+def test_the_strict_path_reads_a_changed_file_again_for_every_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = [_minimal(i) for i in range(4)]
+    rows[2]["epoch"] = 1.0  # only the strict path takes it
+    path = _write(tmp_path / "s.jsonl", rows)
+    stale = fast_jsonl.Named(frozenset({"run", "task", "sample_id", "epoch"}), (0, 0, 0))
+    monkeypatch.setattr(fast_jsonl, "named_fields", lambda _path: stale)
+    con = duckdb.connect()
+    assert stage_file(con, path, "x").rows == 4
+    assert con.execute("SELECT count(correct), count(scores) FROM x").fetchall() == [(4, 4)]
 
 
 def test_a_pipe_is_never_read_for_the_fields_it_names(tmp_path: Path) -> None:
