@@ -50,7 +50,7 @@ def test_import_of_a_directory_that_is_not_kelvins_is_exit_1(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [0, 3])
+@pytest.mark.parametrize("seed", [0, pytest.param(3, marks=pytest.mark.extended)])  # another seed
 def test_kelvin_and_calipers_agree_on_inputs_and_numbers(tmp_path: Path, seed: int) -> None:
     root = project(tmp_path, extra="counterfactual_swap:\n  enabled: true\n")
     config = root / "kelvin.yaml"
