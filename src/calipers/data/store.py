@@ -27,7 +27,7 @@ import duckdb
 from calipers import writes
 from calipers.data import direct_import, layer_inputs, migrations, sample_keys
 from calipers.data.directories import expand_named
-from calipers.data.duck import connect, extension_error, file_kind, not_duckdb
+from calipers.data.duck import extension_error, file_kind, give_back, not_duckdb, spare_database
 from calipers.data.files import sql_literal, sql_name, visible_controls
 from calipers.data.model import FIELD_BY_NAME, FIELD_NAMES, FIELDS, KEY
 from calipers.data.readers import StagedFile, stage_files
@@ -117,7 +117,8 @@ class _Shared:
     read-only while only read-only opens have used it (other processes can read it at the same
     time), and re-attached read-write in place by the first writable open; the read-only cursors'
     temporary views and settings survive that. It stays read-write until the last cursor is closed
-    or dropped: then the database is closed and the file released.
+    or dropped: then the file is detached (closed and released) and the database kept for the
+    next store this process opens (`duck.spare_database`).
     """
 
     def __init__(self, path: Path, *, writable: bool, lock_wait: float | None = None) -> None:
@@ -127,7 +128,7 @@ class _Shared:
         kind = file_kind(path)  # a SQLite file would make DuckDB ask for an extension
         if kind is not None:
             raise not_duckdb(path, kind)
-        self.root = connect()
+        self.root = spare_database()
         try:
             # As a file database would: spill next to the store, not into ./.tmp.
             self.root.execute(f"SET temp_directory = {sql_literal(str(path) + '.tmp')}")
@@ -135,6 +136,9 @@ class _Shared:
         except BaseException:
             self.root.close()
             raise
+        # When the last cursor has gone: the file detached (closed, its lock released) and the
+        # database kept for the next store (`duck.give_back`), rather than closed.
+        weakref.finalize(self, give_back, self.root, "store")
 
     def _attach(self, *, writable: bool, lock_wait: float | None = None) -> None:
         """ATTACH the file, waiting up to `lock_wait` seconds (None: `lock_wait_seconds()`) for
