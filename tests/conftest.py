@@ -117,6 +117,29 @@ def fast_validator(kind: str) -> Any:
     return _FAST[kind]
 
 
+_CHECKED: dict[str, tuple[Any, Any]] = {}
+
+
+def validate_schema(document: Any, schema: dict[str, Any]) -> None:
+    """`jsonschema.validate(document, schema)`, with the schema checked against its metaschema
+    once per worker (jsonschema checks it on every call: 3.9% of the time of the modules that
+    validate most) and the document asked of jsonschema-rs first, as `_first_error` does."""
+    import jsonschema
+    import jsonschema_rs
+
+    key = json.dumps(schema, sort_keys=True)
+    if key not in _CHECKED:
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+        _CHECKED[key] = (cls(schema), jsonschema_rs.validator_for(schema))
+    python, fast = _CHECKED[key]
+    if fast.is_valid(document):
+        return
+    error = jsonschema.exceptions.best_match(python.iter_errors(document))
+    if error is not None:
+        raise error
+
+
 @pytest.fixture(autouse=True)
 def _reports_match_their_schemas(monkeypatch: pytest.MonkeyPatch) -> Any:
     from calipers.render import json_report

@@ -15,12 +15,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 from calipers.cli.main import main
 from calipers.running.cases import load_cases
 from calipers.running.perturb import generate_variants
+from conftest import validate_schema
 
 ROOT = Path(__file__).parent.parent
 CASES = Path(__file__).parent / "fixtures" / "kelvin" / "cases"
@@ -104,12 +104,12 @@ def test_store_and_directory_give_the_same_numbers(
     root = project(tmp_path)
     assert check(root, "--run", "stage-v1") == 0
     expected = report(root)
-    jsonschema.validate(expected, published("check", capsys))
+    validate_schema(expected, published("check", capsys))
     capsys.readouterr()
     assert main(["score", "--scheme", "robustness", "--db", str(root / "store.duckdb"),
                  "--json", "-"]) == 0  # fmt: skip
     scored = json.loads(capsys.readouterr().out)
-    jsonschema.validate(scored, published("robustness", capsys))
+    validate_schema(scored, published("robustness", capsys))
     stored = scored["runs"]["stage-v1"]
     assert main(["score", str(root / "kelvin"), "--scheme", "robustness", "--json", "-"]) == 0
     imported = json.loads(capsys.readouterr().out)["runs"]["project"]

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 from calipers.cli.main import main
+from conftest import validate_schema
 from layered_data import row
 
 
@@ -67,7 +67,7 @@ def test_exit_code_follows_the_gate(
     assert main(args) == code
     report = json.loads(out.read_text())
     assert report["verdict"] == verdict
-    jsonschema.validate(report, published("compare", capsys))
+    validate_schema(report, published("compare", capsys))
     assert report["seed"] == 20_240_917 and report["pairs"][0]["n_pairs"] == 80
 
 
@@ -96,7 +96,7 @@ def test_metric_comparison_from_the_store(
     report = json.loads(out.read_text())
     assert report["pairs"][0]["composite"]["estimate"] == pytest.approx(0.05)
     assert report["pairs"][0]["layers"] == {}
-    jsonschema.validate(report, published("compare", capsys))
+    validate_schema(report, published("compare", capsys))
 
 
 def test_runs_that_share_no_sample_exit_2(
@@ -133,5 +133,5 @@ def test_score_reports_validate(tmp_path: Path, capsys: pytest.CaptureFixture[st
         args = ["score", str(path), "--scheme", scheme, *extra, "--json", str(out)]
         assert main([*args, "--n-resamples", "500"]) == 0
         report = json.loads(out.read_text())
-        jsonschema.validate(report, published(scheme, capsys))
+        validate_schema(report, published(scheme, capsys))
         assert set(report["runs"]) == {"base", "new"}

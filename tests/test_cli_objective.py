@@ -8,10 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 from calipers.cli.main import main
+from conftest import validate_schema
 from test_objective import judged_runs, row
 
 EXAMPLE = Path(__file__).parent.parent / "docs" / "examples" / "objective.jsonl"
@@ -44,7 +44,7 @@ def test_json_report_validates_and_carries_the_seed_fields(
         capsys,
     )
     assert code == 0
-    jsonschema.validate(report, published("objective-compare", capsys))
+    validate_schema(report, published("objective-compare", capsys))
     assert report["verdict"] == "improved" and report["promote"] is True
     assert report["net_gain"] == pytest.approx(sum(t["delta"] for t in report["tasks"]))
     assert set(report["tasks"][0]) >= {
@@ -155,7 +155,7 @@ def test_score_objective_with_a_baseline(capsys: pytest.CaptureFixture[str]) -> 
                  "--json", "-"])  # fmt: skip
     report = json.loads(capsys.readouterr().out)
     assert code == 0
-    jsonschema.validate(report, published("objective", capsys))
+    validate_schema(report, published("objective", capsys))
     v2 = {t["task"]: t for t in report["runs"]["prompt-v2"]["tasks"]}
     assert v2["fix-login-bug"]["cost_adjustment"] == pytest.approx(0.1 * (1 - (0.75 + 4 / 6) / 2))
     assert all(t["cost_adjustment"] == 0 for t in report["runs"]["prompt-v1"]["tasks"])

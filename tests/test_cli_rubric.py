@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import jsonschema
 import pytest
 
 from calipers.cli.main import main
 from calipers.schemes.rubric.definition import DIMENSIONS
+from conftest import validate_schema
 from rubric_data import rubric_row
 
 
@@ -45,7 +45,7 @@ def test_score_json_validates_and_holds_the_breakdown(
                  "--record-history"])  # fmt: skip
     assert code == 0
     report = json.loads(out.read_text())
-    jsonschema.validate(report, published("rubric", capsys))
+    validate_schema(report, published("rubric", capsys))
     first = report["evaluations"][0]
     assert (first["run"], first["sample_id"], first["composite"], first["final"]) == (
         "alpha", "s1", 9.0, 8.75,
@@ -130,7 +130,7 @@ def test_rank_json_validates_and_names_the_tie_break(
     db = str(tmp_path / "h.duckdb")
     assert main(["rank", str(data), "--db", db, "--json", "-", "--no-history"]) == 0
     report = json.loads(capsys.readouterr().out)
-    jsonschema.validate(report, published("rank", capsys))
+    validate_schema(report, published("rank", capsys))
     entries = report["rankings"][0]["entries"]
     assert [(e["run"], e["position"], e["tie_break"]) for e in entries] == [
         ("a", 1, None),

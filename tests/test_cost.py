@@ -10,7 +10,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import numpy as np
 import pytest
 from scipy import stats
@@ -26,6 +25,7 @@ from calipers.stats.cost import (
     unit_moments,
 )
 from calipers.stats.interval_parts import NoInterval
+from conftest import validate_schema
 
 
 def lognormal_run(n: int, p: float, sigma: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -348,7 +348,7 @@ def test_a_long_light_tailed_run_reports_the_log_delta_interval_within_the_schem
     out = tmp_path / "c.json"
     assert main(compare(path, "--value-per-solved", "0.5", "--json", str(out))) == 0
     report = json.loads(out.read_text())
-    jsonschema.validate(report, published(capsys))
+    validate_schema(report, published(capsys))
     for run in report["cost"]["runs"].values():
         interval = run["interval"]
         assert interval["method"] == "log-delta" and interval["n_resamples"] is None
@@ -366,7 +366,7 @@ def test_compare_reports_cost_and_the_worth_it_gate(
                         str(tmp_path / "c.md")))  # fmt: skip
     assert code == 0
     report = json.loads(out.read_text())
-    jsonschema.validate(report, published(capsys))
+    validate_schema(report, published(capsys))
     cost = report["cost"]
     assert report["gate"]["name"] == "worth-it" and report["gate"]["passed"]
     run = cost["runs"]["cheap"]
@@ -497,7 +497,7 @@ def test_tokens_and_seconds_per_solved_beside_the_cost(
     assert "tokens (tokens_in + tokens_out)" in capsys.readouterr().out
     report = json.loads(out.read_text())
     schema = published(capsys)
-    jsonschema.validate(report, schema)
+    validate_schema(report, schema)
     from test_schema_declares_every_key import undeclared
 
     # every key of the cost section is in the schema (the rest of the report is not this test's)

@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import numpy as np
 import pytest
 from scipy import stats
@@ -25,6 +24,7 @@ from calipers.stats.cost_selection import (
     paired_t_greater,
     select_within_margin,
 )
+from conftest import validate_schema
 
 # ------------------------------------------------------------------ the MCB bounds by hand
 
@@ -249,7 +249,7 @@ def test_rank_cost_writes_every_output_and_its_schema_holds(
     assert code == 0
     report = json.loads(out.read_text())
     schema = published("cost-rank", capsys)
-    jsonschema.validate(report, schema)
+    validate_schema(report, schema)
     assert undeclared(report, schema, schema) == []
     assert report["seed"] == 3 and report["n_resamples"] == 1000
     by = {r["run"]: r for r in report["runs"]}

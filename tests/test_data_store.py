@@ -16,6 +16,7 @@ from calipers.data.model import json_schema
 from calipers.data.source import open_samples
 from calipers.data.store import Store
 from calipers.errors import DataError
+from conftest import validate_schema
 
 GOOD = Path(__file__).parent / "fixtures" / "good"
 
@@ -128,9 +129,9 @@ def test_shipped_schema_is_generated_from_the_model(capsys: pytest.CaptureFixtur
 
 
 def test_schema_accepts_the_good_fixtures() -> None:
-    jsonschema = pytest.importorskip("jsonschema")
+    pytest.importorskip("jsonschema")
     for line in (GOOD / "small.jsonl").read_text().splitlines():
-        jsonschema.validate(json.loads(line), json_schema())
+        validate_schema(json.loads(line), json_schema())
 
 
 def test_cli_runs_and_export(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -194,7 +195,7 @@ def test_group_reads_from_a_file_a_frame_and_a_list() -> None:
 def test_the_schema_takes_group_as_a_string_or_null_only() -> None:
     jsonschema = pytest.importorskip("jsonschema")
     for line in (GOOD / "grouped.jsonl").read_text().splitlines():
-        jsonschema.validate(json.loads(line), json_schema())
+        validate_schema(json.loads(line), json_schema())
     for bad in (7, 1.5, True, {"passage": 1}, ["a"]):
         with pytest.raises(jsonschema.ValidationError):
-            jsonschema.validate({"task": "t", "sample_id": "s", "group": bad}, json_schema())
+            validate_schema({"task": "t", "sample_id": "s", "group": bad}, json_schema())

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from calipers.cli.main import main
+from conftest import validate_schema
 
 ROOT = Path(__file__).parent.parent
 DOC = ROOT / "docs" / "reasonscore.md"
@@ -113,7 +114,7 @@ def test_reports_validate_against_the_published_schema(
     jsonschema.Draft202012Validator.check_schema(schema)
     data = ROOT / "docs" / "examples" / "reasonscore.jsonl"
     assert main(["score", str(data), "--scheme", "reasonscore", "--json", "-"]) == 0
-    jsonschema.validate(json.loads(capsys.readouterr().out), schema)
+    validate_schema(json.loads(capsys.readouterr().out), schema)
     # a report with undefined scores (certain guesses) still validates: nulls, not zeros
     certain = tmp_path / "certain.jsonl"
     certain.write_text(
@@ -134,7 +135,7 @@ def test_reports_validate_against_the_published_schema(
     )
     assert main(["score", str(certain), "--scheme", "reasonscore", "--json", "-"]) == 0
     report = json.loads(capsys.readouterr().out)
-    jsonschema.validate(report, schema)
+    validate_schema(report, schema)
     assert report["runs"]["m"]["score_per_token"] is None
     assert main(["schema", "--report", "nope"]) == 1
 

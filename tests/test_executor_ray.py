@@ -8,10 +8,10 @@ import json
 import sys
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from calipers.cli.main import main
+from conftest import validate_schema
 from judge_server import judge_server
 from test_judging import run_schema
 from test_run_suite import JUDGE, PIPELINE, SUITE, samples
@@ -49,7 +49,7 @@ def test_run_on_ray_matches_the_thread_pool_and_keeps_files_on_the_driver(suite:
                    *judges) == 0  # fmt: skip
         assert len(server.requests) == 4  # 2 tasks × 2 epochs, each judged once over HTTP
         report = json.loads(Path("r.json").read_text())
-        jsonschema.validate(report, run_schema())
+        validate_schema(report, run_schema())
         assert report["executor"] == "ray" and report["invocations"] == 4
         # Warm: every invocation and every judge call answered by the driver's caches.
         assert run(suite, "--run", "ray", "--executor", "ray", "--json", "r2.json",

@@ -11,12 +11,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 from calipers.cli.main import main
 from calipers.data.adapters import ADAPTERS, deepeval, lm_eval, promptfoo
 from calipers.data.adapters.unimported import lines
+from conftest import validate_schema
 
 IMPORTERS = Path(__file__).parent / "fixtures" / "importers"
 LM = IMPORTERS / "lm_eval"
@@ -43,7 +43,7 @@ def _import_json(tmp_path: Path, *paths: Path) -> dict[str, Any]:
     schema = json.loads(
         resources.files("calipers.render.schemas").joinpath("import.schema.json").read_text()
     )
-    jsonschema.validate(report, schema)
+    validate_schema(report, schema)
     return report
 
 

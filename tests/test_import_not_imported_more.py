@@ -12,7 +12,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pyarrow.parquet as pq
 import pytest
 
@@ -28,6 +27,7 @@ from calipers.data.adapters import (
     phoenix_csv,
 )
 from calipers.data.adapters.unimported import REASONS, lines
+from conftest import validate_schema
 from test_import_inspect import member
 
 FIX = Path(__file__).parent / "fixtures"
@@ -50,7 +50,7 @@ def _import(tmp_path: Path, path: Path, capsys: pytest.CaptureFixture[str]) -> t
     schema = json.loads(
         resources.files("calipers.render.schemas").joinpath("import.schema.json").read_text()
     )
-    jsonschema.validate(report, schema)
+    validate_schema(report, schema)
     for entry in report["not_imported"]:
         assert entry["reason"] in REASONS and entry["detail"]
     return report["not_imported"], " ".join(capsys.readouterr().err.split())

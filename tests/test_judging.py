@@ -13,13 +13,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import numpy as np
 import pytest
 from scipy import stats
 
 from calipers.cli.main import main
 from calipers.grading.judges import CommandJudge, OpenAIJudge, judges_from_specs
+from conftest import validate_schema
 from judge_server import judge_server
 from test_run_suite import JUDGE, PIPELINE, samples
 
@@ -90,7 +90,7 @@ def test_repeats_and_an_ensemble_report_mean_sd_and_agreement(suite: Path) -> No
         assert code == 0
         assert len(a.requests) == len(b.requests) == 8 * 3
     report = json.loads(Path("report.json").read_text())
-    jsonschema.validate(report, run_schema())
+    validate_schema(report, run_schema())
     rows = samples(Path("s.duckdb"), "v1")
     by_judge = {s["judge"]: s for s in report["judging"]["judges"]}
     for name in ("noisy", "steady"):
@@ -142,7 +142,7 @@ def test_a_judge_failing_after_its_retries_is_missing_never_zero(suite: Path) ->
         (judgment,) = row["judgments"]
         assert judgment["score"] is None and "HTTP 500" in judgment["error"]
     report = json.loads(Path("report.json").read_text())
-    jsonschema.validate(report, run_schema())
+    validate_schema(report, run_schema())
     (summary,) = report["judging"]["judges"]
     assert summary["failed"] == summary["calls"] == 8 and summary["mean"] is None
     # Failures are not cached: the next run asks again, and gets answers.

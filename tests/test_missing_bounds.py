@@ -11,7 +11,6 @@ import json
 from importlib import resources
 from typing import Any
 
-import jsonschema
 import numpy as np
 import pytest
 from rich.console import Console
@@ -25,7 +24,7 @@ from calipers.verdicts.compare import CompareResult, compare_staged
 from calipers.verdicts.gates import Thresholds, Verdict, decide
 from calipers.verdicts.missing_bounds import rank_test
 from calipers.verdicts.persample import RunArrays, StagedScores, dense_sorted
-from conftest import MakeSamples
+from conftest import MakeSamples, validate_schema
 from layered_data import row
 
 UNIT = (0.0, 1.0)
@@ -253,7 +252,7 @@ def test_system_errors_and_grader_failures_are_counted_apart(make_samples: MakeS
     assert (b.control.units, b.control.system_errors, b.control.grader_failures) == (1, 0, 1)
     assert b.treatment.scored_worst == 0 and result.parameters["errors"] == "missing"
     report = result.to_dict()
-    jsonschema.validate(json.loads(json_report.dumps(report)), _schema())
+    validate_schema(json.loads(json_report.dumps(report)), _schema())
     pair = report["pairs"][0]["missing_bounds"]
     assert pair["treatment"]["system_errors"] == 6 and pair["control"]["grader_failures"] == 1
 
@@ -274,7 +273,7 @@ def test_errors_worst_scores_a_system_error_at_the_low_bound(make_samples: MakeS
     )
     assert result.variants["t"].n_observations == missing.variants["t"].n_observations
     assert result.variants["t"].missing == missing.variants["t"].missing - 6
-    jsonschema.validate(json.loads(json_report.dumps(result.to_dict())), _schema())
+    validate_schema(json.loads(json_report.dumps(result.to_dict())), _schema())
 
 
 def test_judge_failures_are_grader_failures_of_the_layer(make_samples: MakeSamples) -> None:

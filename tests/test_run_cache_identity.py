@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 from calipers.cli.main import main
+from conftest import validate_schema
 from test_judging import run_schema
 
 PY = shlex.quote(sys.executable)
@@ -52,7 +52,7 @@ def _run(capsys: pytest.CaptureFixture[str], run: str, *args: str) -> dict[str, 
                  "--json", "-", *args])  # fmt: skip
     body: dict[str, Any] = json.loads(capsys.readouterr().out)
     assert code == 0, body
-    jsonschema.validate(body, run_schema())
+    validate_schema(body, run_schema())
     return body
 
 
